@@ -1,0 +1,1 @@
+//! One MCP server session.

@@ -1,0 +1,54 @@
+//! The `initialize` handshake and the capabilities it negotiates.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::types::Implementation;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InitializeParams {
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: String,
+    pub capabilities: Value,
+    #[serde(rename = "clientInfo")]
+    pub client_info: Implementation,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InitializeResult {
+    #[serde(rename = "protocolVersion")]
+    pub protocol_version: String,
+    #[serde(default)]
+    pub capabilities: Value,
+    #[serde(rename = "serverInfo")]
+    pub server_info: Implementation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What Taskdeck really supports as a legacy client: form and URL elicitation (also as the
+/// answer to a task's question), roots, and nothing it would have to run as a task itself.
+/// Elicitation is not declared task-augmentable because the host answers it directly.
+pub fn client_capabilities() -> Value {
+    json!({
+        "elicitation": { "form": {}, "url": {} },
+        "roots": { "listChanged": false },
+    })
+}
+
+/// Reads a server's declared task support for tools/call out of its capabilities.
+pub fn server_supports_task_tools(capabilities: &Value) -> bool {
+    capabilities.pointer("/tasks/requests/tools/call").is_some_and(Value::is_object)
+}
+
+pub fn server_supports_task_cancel(capabilities: &Value) -> bool {
+    capabilities.pointer("/tasks/cancel").is_some_and(Value::is_object)
+}
+
+pub fn server_supports_task_list(capabilities: &Value) -> bool {
+    capabilities.pointer("/tasks/list").is_some_and(Value::is_object)
+}

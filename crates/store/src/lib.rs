@@ -1,0 +1,1 @@
+//! The durable task store (see docs/ARCHITECTURE.md).
