@@ -1,0 +1,54 @@
+# Taskdeck's two entry points: `make run` and `make test`. Everything they need is set up here on a
+# fresh Debian/Ubuntu machine (Rust is assumed), once, and skipped when already present.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+export CARGO_TERM_COLOR ?= never
+
+STAMP_DIR := .cache/stamps
+APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Debian packages every part needs; area makefiles append their own.
+SYSTEM_PACKAGES := pkg-config build-essential python3 nodejs npm
+TEST_SUITES :=
+
+.PHONY: help run test deps lint test-rust peers clean
+help:
+	@echo "make run    build and start Taskdeck"
+	@echo "make test   set up everything, then run every test (what CI runs)"
+	@echo "make lint   cargo fmt --check and clippy -D warnings"
+
+include $(sort $(wildcard mk/*.mk))
+
+# Installs only what dpkg does not already have, so a second run costs nothing.
+deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if command -v node >/dev/null && command -v npm >/dev/null; then missing=$$(echo $$missing | tr ' ' '\n' | grep -vxE 'nodejs|npm' || true); fi; \
+	fi; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing system packages: $$missing"; \
+	  $(SUDO) $(APT_GET) update -qq && $(SUDO) $(APT_GET) install -y -qq --no-install-recommends $$missing; \
+	fi
+
+# The reference servers the tests run against, pinned in tests/peers/package-lock.json.
+peers: tests/peers/node_modules/.installed
+tests/peers/node_modules/.installed: tests/peers/package.json tests/peers/package-lock.json | deps
+	cd tests/peers && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+test-rust: deps peers
+	cargo test --workspace --locked
+
+# Area makefiles (mk/*.mk) append their suites to TEST_SUITES, e.g. the app's end-to-end tests.
+test: lint test-rust $(TEST_SUITES)
+
+clean:
+	cargo clean
+	rm -rf .cache tests/peers/node_modules
