@@ -1,1 +1,26 @@
-//! The durable task store (see docs/ARCHITECTURE.md).
+//! The durable task store (see docs/ARCHITECTURE.md): one SQLite file holding every task Taskdeck
+//! has shown, the state machine that guards it, and an append-only log of what happened.
+//!
+//! Once a task has a handle on screen nothing about it may be lost, whatever is killed. So every
+//! change is one transaction that updates the task row and appends its event together; WAL lets
+//! the CLI and the UI read while the engine writes; and a file that is not ours is never touched.
+
+mod error;
+mod migrations;
+mod open;
+pub mod state;
+mod store;
+mod task;
+mod time;
+
+pub use error::{Result, StoreError};
+pub use open::APPLICATION_ID;
+pub use state::{Attempt, Update, can_transition, taskdeck_status};
+pub use store::Store;
+pub use task::{
+    Answer, EventKind, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent, TaskRecord,
+};
+pub use taskdeck_protocol::{Era, TaskStatus};
+
+/// The schema version this binary migrates to; a file above it was written by a newer Taskdeck.
+pub const SCHEMA_VERSION: i64 = migrations::LATEST;

@@ -1,0 +1,11 @@
+//! The schema's history. Each file is applied once, in order, inside one transaction with the bump
+//! of `user_version`; a released file is never edited, only followed by a new one.
+
+use rusqlite_migration::{M, Migrations};
+
+const LIST: &[M<'static>] = &[M::up(include_str!("migrations/20261130091500_init.sql"))];
+
+pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(LIST);
+
+/// The `user_version` a fully migrated file has; anything above was written by a newer Taskdeck.
+pub(crate) const LATEST: i64 = LIST.len() as i64;

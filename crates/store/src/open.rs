@@ -1,0 +1,113 @@
+//! Opening the file: decide whether it is ours before writing a single byte, then migrate.
+//!
+//! Anything that is not clearly a Taskdeck store (or a blank file) is refused untouched: the path
+//! comes from the user, and a wrong path must not cost them another program's data.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
+
+use crate::error::{Result, StoreError};
+use crate::migrations::{LATEST, MIGRATIONS};
+
+/// `PRAGMA application_id` of every Taskdeck store: "TSKD". Set by the first migration.
+pub const APPLICATION_ID: i32 = 0x5453_4B44;
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Long enough to ride out another process's checkpoint or migration, short enough that a wedged
+/// peer surfaces as an error rather than a hang.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) fn open(path: &Path) -> Result<Connection> {
+    inspect(path)?;
+
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // Every write transaction takes the write lock up front: a deferred one that read first could
+    // fail with SQLITE_BUSY_SNAPSHOT when another process commits, which the busy timeout cannot fix.
+    conn.set_transaction_behavior(TransactionBehavior::Immediate);
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(format!("cannot switch to WAL (journal mode stays {mode})")),
+        });
+    }
+    // With WAL, NORMAL survives any process being killed; only an OS crash or power cut can lose
+    // the last commits, and it never corrupts the file.
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+
+    if let Err(source) = MIGRATIONS.to_latest(&mut conn) {
+        // Two processes opening a new file at once both see version 0; the loser's migration fails
+        // on tables the winner just made. That is success if the file is now fully migrated.
+        if user_version(&conn)? != LATEST {
+            return Err(StoreError::Migration { path: path.to_owned(), source });
+        }
+    }
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    debug_assert_eq!(app_id, APPLICATION_ID, "the first migration sets the application id");
+    Ok(conn)
+}
+
+fn user_version(conn: &Connection) -> Result<i64> {
+    Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
+}
+
+/// Refuses, without writing, any file that is not blank and not a store this binary can migrate.
+fn inspect(path: &Path) -> Result<()> {
+    let io_err = |source| StoreError::Io { path: path.to_owned(), source };
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(e)),
+    };
+    let mut header = Vec::with_capacity(100);
+    (&mut file).take(100).read_to_end(&mut header).map_err(io_err)?;
+    drop(file);
+    if header.is_empty() {
+        return Ok(());
+    }
+    let not_sqlite = |reason: String| StoreError::NotSqlite { path: path.to_owned(), reason };
+    if header.len() < 100 || !header.starts_with(SQLITE_MAGIC) {
+        return Err(not_sqlite("no SQLite header".to_owned()));
+    }
+
+    // Read-only, so no pragma or hot-journal recovery of ours can change the file.
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    let damaged = |e: rusqlite::Error| match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => not_sqlite(e.to_string()),
+        _ => StoreError::Sqlite(e),
+    };
+    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(damaged)?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(damaged)?;
+    let objects: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+        .map_err(damaged)?;
+
+    let foreign = |reason: String| StoreError::Foreign { path: path.to_owned(), reason };
+    match app_id {
+        APPLICATION_ID if version > LATEST => {
+            Err(StoreError::TooNew { path: path.to_owned(), found: version, supported: LATEST })
+        }
+        APPLICATION_ID => Ok(()),
+        0 if objects.is_empty() && version == 0 => Ok(()),
+        0 if objects.is_empty() => Err(foreign(format!("no application id but user_version {version}"))),
+        0 => Err(foreign(format!("no application id and unknown tables: {}", preview(&objects)))),
+        other => Err(foreign(format!("application id {other:#010x}, Taskdeck's is {APPLICATION_ID:#010x}"))),
+    }
+}
+
+fn preview(names: &[String]) -> String {
+    const SHOWN: usize = 5;
+    let mut s = names.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}

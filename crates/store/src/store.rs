@@ -1,0 +1,488 @@
+//! The [`Store`]: every read and write of tasks and their events. Policy lives in [`crate::state`];
+//! this file turns accepted plans into SQL, one transaction per change, event included.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde_json::{Value, json};
+use taskdeck_protocol::{Era, TaskStatus};
+
+use crate::error::{Result, StoreError};
+use crate::state::{self, Plan, Update};
+use crate::task::{
+    Answer, EventKind, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent, TaskRecord,
+};
+use crate::time;
+
+/// A handle on one store file. Cloning is cheap and shares the connection; calls are blocking, so
+/// async callers should go through `spawn_blocking`.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status, \
+     status_message, progress, progress_total, progress_message, question_key, question, answer_key, answer, \
+     result, error_code, error_message, error_reason, ttl_ms, poll_interval_ms, created_at, updated_at";
+
+const LIVE: &str = "status IN ('working', 'input_required')";
+
+impl Store {
+    /// Opens (or creates) the store at `path`. A file that is not a blank file or a Taskdeck store
+    /// this binary can read is refused and left byte-for-byte as it was.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store> {
+        let path = path.as_ref().to_owned();
+        let conn = crate::open::open(&path)?;
+        Ok(Store { inner: Arc::new(Inner { path, conn: Mutex::new(conn) }) })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock dropped its transaction, which rolls back: the
+        // connection is still consistent, so poisoning carries no information here.
+        self.inner.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Inserts a working task and its `created` event. A second task with the same idempotency key
+    /// is refused with [`StoreError::Duplicate`] naming the existing task, so a retried create can
+    /// tell "already there" from "new" and never makes two.
+    pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let existing: Option<String> = tx
+            .query_row("SELECT id FROM tasks WHERE idempotency_key = ?1", [&new.idempotency_key], |r| r.get(0))
+            .optional()?;
+        if let Some(existing) = existing {
+            return Err(StoreError::Duplicate { idempotency_key: new.idempotency_key, existing });
+        }
+        let id = uuid::Uuid::new_v4().to_string();
+        let now = time::format(&time::now());
+        tx.execute(
+            "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'working', ?7, ?7)",
+            params![id, new.server, new.tool, new.arguments.to_string(), new.idempotency_key, new.mode.as_str(), now],
+        )?;
+        let data = json!({
+            "server": new.server, "tool": new.tool, "mode": new.mode, "idempotency_key": new.idempotency_key,
+        });
+        insert_event(&tx, &id, &now, EventKind::Created, None, Some(TaskStatus::Working), &data)?;
+        let record = load(&tx, &id)?;
+        tx.commit()?;
+        Ok(record)
+    }
+
+    /// Records the server side of the task the moment it is known. Repeating it with the same
+    /// remote id is harmless; a different remote id is refused.
+    pub fn set_remote(
+        &self,
+        id: &str,
+        era: Era,
+        remote_task_id: Option<&str>,
+        ttl_ms: Option<i64>,
+        poll_interval_ms: Option<i64>,
+    ) -> Result<TaskRecord> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let current = load(&tx, id)?;
+        state::check_remote(&current, remote_task_id)?;
+        let now = time::format(&time::now());
+        tx.execute(
+            "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,
+                 poll_interval_ms = ?5, updated_at = ?6
+             WHERE id = ?1",
+            params![id, era.as_str(), remote_task_id, ttl_ms, poll_interval_ms, now],
+        )?;
+        let data = json!({
+            "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
+        });
+        insert_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
+        let record = load(&tx, id)?;
+        tx.commit()?;
+        Ok(record)
+    }
+
+    /// Applies one update in its own transaction and returns the task as it now is.
+    pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let record = apply_in(&tx, id, &update)?;
+        tx.commit()?;
+        Ok(record)
+    }
+
+    /// Applies many updates in one transaction (one fsync-worth of commit), each judged on its own:
+    /// a refused or failing item is reported in its slot and does not undo the others. The outer
+    /// error is for the transaction itself (begin or commit), in which case nothing was written.
+    pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
+        let mut conn = self.conn();
+        let mut tx = conn.transaction()?;
+        let mut results = Vec::with_capacity(updates.len());
+        for (id, update) in &updates {
+            // A savepoint per item, so an SQL error halfway through one item leaves none of it.
+            let sp = tx.savepoint()?;
+            let outcome = apply_in(&sp, id, update);
+            if outcome.is_ok() {
+                sp.commit()?;
+            }
+            results.push(outcome);
+        }
+        tx.commit()?;
+        Ok(results)
+    }
+
+    pub fn get(&self, id: &str) -> Result<TaskRecord> {
+        load(&self.conn(), id)
+    }
+
+    /// Finds the one task whose id starts with `prefix` (case-insensitive, as ids are lowercase).
+    pub fn resolve_prefix(&self, prefix: &str) -> Result<TaskRecord> {
+        const SHOWN: usize = 10;
+        let prefix = prefix.to_ascii_lowercase();
+        let conn = self.conn();
+        // substr, not LIKE: a prefix containing `%` or `_` must match literally.
+        let mut st = conn.prepare(
+            "SELECT id FROM tasks WHERE substr(id, 1, length(?1)) = ?1 AND ?1 <> '' ORDER BY created_at DESC, id
+             LIMIT ?2",
+        )?;
+        let ids: Vec<String> =
+            st.query_map(params![prefix, SHOWN as i64 + 1], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        match ids.as_slice() {
+            [] => Err(StoreError::NotFound { id: prefix }),
+            [one] => load(&conn, one),
+            _ => Err(StoreError::Ambiguous { prefix, candidates: ids }),
+        }
+    }
+
+    /// Tasks newest first, optionally by status and server.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<TaskRecord>> {
+        let conn = self.conn();
+        let limit = filter.limit.map_or(-1, |l| l as i64);
+        let sql = format!(
+            "SELECT {TASK_COLUMNS} FROM tasks WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR server = ?2)
+             ORDER BY created_at DESC, rowid DESC LIMIT ?3"
+        );
+        let mut st = conn.prepare(&sql)?;
+        let rows = st.query_map(params![filter.status.map(|s| s.as_str()), filter.server, limit], RawTask::read)?;
+        rows.map(|raw| raw?.decode()).collect()
+    }
+
+    /// The task's history, oldest first.
+    pub fn events(&self, id: &str) -> Result<Vec<TaskEvent>> {
+        let conn = self.conn();
+        exists(&conn, id)?;
+        let mut st = conn.prepare(
+            "SELECT id, task_id, at, kind, from_status, to_status, data FROM task_events WHERE task_id = ?1 ORDER BY id",
+        )?;
+        let rows = st.query_map([id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, String>(6)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (event_id, task_id, at, kind, from, to, data) = row?;
+            let corrupt = |column: &'static str, reason: String| StoreError::Corrupt {
+                id: task_id.clone(),
+                column,
+                reason: format!("event {event_id}: {reason}"),
+            };
+            Ok(TaskEvent {
+                id: event_id,
+                at: time::parse(&at).map_err(|e| corrupt("task_events.at", e.to_string()))?,
+                kind: EventKind::parse(&kind).ok_or_else(|| corrupt("task_events.kind", format!("{kind:?}")))?,
+                from_status: from
+                    .map(|s| s.parse::<TaskStatus>().map_err(|e| corrupt("task_events.from_status", e)))
+                    .transpose()?,
+                to_status: to
+                    .map(|s| s.parse::<TaskStatus>().map_err(|e| corrupt("task_events.to_status", e)))
+                    .transpose()?,
+                data: serde_json::from_str(&data).map_err(|e| corrupt("task_events.data", e.to_string()))?,
+                task_id,
+            })
+        })
+        .collect()
+    }
+
+    /// Tasks still working or waiting for input, oldest first: what a restarted engine resumes.
+    pub fn non_terminal(&self) -> Result<Vec<TaskRecord>> {
+        let conn = self.conn();
+        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE {LIVE} ORDER BY created_at, rowid");
+        let mut st = conn.prepare(&sql)?;
+        let rows = st.query_map([], RawTask::read)?;
+        rows.map(|raw| raw?.decode()).collect()
+    }
+
+    /// Fails every live task nobody has updated for longer than `older_than`, in one transaction,
+    /// each with a `reclaimed` event. Returns what it reclaimed and why.
+    pub fn reclaim(&self, older_than: Duration) -> Result<Vec<Reclaimed>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let now = time::now();
+        let bound = chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::MAX);
+        let cutoff = now.checked_sub_signed(bound).unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let ids: Vec<String> = {
+            let mut st =
+                tx.prepare(&format!("SELECT id FROM tasks WHERE {LIVE} AND updated_at < ?1 ORDER BY rowid"))?;
+            st.query_map([time::format(&cutoff)], |r| r.get(0))?.collect::<Result<_, _>>()?
+        };
+        let mut reclaimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            let current = load(&tx, &id)?;
+            let idle = (now - current.updated_at).num_seconds();
+            let reason = format!("no update for {idle} s (limit {} s); reclaimed", older_than.as_secs());
+            let plan = state::plan_reclaim(&current, &reason)?;
+            let error = TaskError {
+                code: None,
+                message: "Taskdeck stopped waiting for this task".into(),
+                reason: Some(reason.clone()),
+            };
+            let update = Update::Failed { error, server_status: None };
+            write(&tx, &current, &update, &plan, &time::format(&now))?;
+            reclaimed.push(Reclaimed { id, reason });
+        }
+        tx.commit()?;
+        Ok(reclaimed)
+    }
+}
+
+fn apply_in(conn: &Connection, id: &str, update: &Update) -> Result<TaskRecord> {
+    let current = load(conn, id)?;
+    let plan = state::plan(&current, update)?;
+    write(conn, &current, update, &plan, &time::format(&time::now()))?;
+    load(conn, id)
+}
+
+/// Writes an accepted plan: the row, then its event, on the caller's transaction.
+fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, now: &str) -> Result<()> {
+    let id = current.id.as_str();
+    let to = plan.to.as_str();
+    match update {
+        Update::Status { message, .. } => {
+            // Leaving input_required without an answer (the server moved on) drops the question:
+            // a form for a question nobody is waiting on must not come back after a restart.
+            conn.execute(
+                "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4,
+                     question_key = CASE WHEN ?2 = 'input_required' THEN question_key END,
+                     question = CASE WHEN ?2 = 'input_required' THEN question END
+                 WHERE id = ?1",
+                params![id, to, message, now],
+            )?;
+        }
+        Update::Progress(Progress { progress, total, message }) => {
+            conn.execute(
+                "UPDATE tasks SET progress = ?2, progress_total = ?3, progress_message = ?4, updated_at = ?5
+                 WHERE id = ?1",
+                params![id, progress, total, message, now],
+            )?;
+        }
+        Update::Question { question, message } => {
+            conn.execute(
+                "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6
+                 WHERE id = ?1",
+                params![id, to, question.key, question.request.to_string(), message, now],
+            )?;
+        }
+        Update::Answer(Answer { key, response }) => {
+            conn.execute(
+                "UPDATE tasks SET status = ?2, question_key = NULL, question = NULL, answer_key = ?3, answer = ?4,
+                     updated_at = ?5
+                 WHERE id = ?1",
+                params![id, to, key, response.to_string(), now],
+            )?;
+        }
+        Update::Completed { result, .. } => {
+            set_outcome(conn, id, to, Some(result), plan.derived_error.as_ref(), None, now)?;
+        }
+        Update::Failed { error, .. } => {
+            set_outcome(conn, id, to, None, Some(error), None, now)?;
+        }
+        Update::Cancelled { reason, .. } => {
+            set_outcome(conn, id, to, None, None, reason.as_deref(), now)?;
+        }
+    }
+    if let Some((kind, data)) = &plan.event {
+        insert_event(conn, id, now, *kind, Some(current.status), Some(plan.to), data)?;
+    }
+    Ok(())
+}
+
+/// The terminal write: the question is dropped (nobody can answer it any more), the rest kept.
+fn set_outcome(
+    conn: &Connection,
+    id: &str,
+    to: &str,
+    result: Option<&Value>,
+    error: Option<&TaskError>,
+    message: Option<&str>,
+    now: &str,
+) -> Result<()> {
+    conn.execute(
+        "UPDATE tasks SET status = ?2, result = ?3, error_code = ?4, error_message = ?5, error_reason = ?6,
+             status_message = COALESCE(?7, status_message), question_key = NULL, question = NULL, updated_at = ?8
+         WHERE id = ?1",
+        params![
+            id,
+            to,
+            result.map(Value::to_string),
+            error.and_then(|e| e.code),
+            error.map(|e| e.message.as_str()),
+            error.and_then(|e| e.reason.as_deref()),
+            message,
+            now
+        ],
+    )?;
+    Ok(())
+}
+
+fn insert_event(
+    conn: &Connection,
+    id: &str,
+    at: &str,
+    kind: EventKind,
+    from: Option<TaskStatus>,
+    to: Option<TaskStatus>,
+    data: &Value,
+) -> Result<()> {
+    conn.execute(
+        "INSERT INTO task_events (task_id, at, kind, from_status, to_status, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![id, at, kind.as_str(), from.map(|s| s.as_str()), to.map(|s| s.as_str()), data.to_string()],
+    )?;
+    Ok(())
+}
+
+fn exists(conn: &Connection, id: &str) -> Result<()> {
+    let found = conn.query_row("SELECT 1 FROM tasks WHERE id = ?1", [id], |_| Ok(())).optional()?;
+    found.ok_or_else(|| StoreError::NotFound { id: id.to_owned() })
+}
+
+fn load(conn: &Connection, id: &str) -> Result<TaskRecord> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
+    let raw = conn.query_row(&sql, [id], RawTask::read).optional()?;
+    raw.ok_or_else(|| StoreError::NotFound { id: id.to_owned() })?.decode()
+}
+
+/// A row as SQLite holds it. Decoding is separate so a bad value becomes [`StoreError::Corrupt`]
+/// naming the task and column, instead of a bare SQL conversion error or a panic.
+struct RawTask {
+    id: String,
+    server: String,
+    tool: String,
+    arguments: String,
+    idempotency_key: String,
+    mode: String,
+    era: Option<String>,
+    remote_task_id: Option<String>,
+    status: String,
+    status_message: Option<String>,
+    progress: Option<f64>,
+    progress_total: Option<f64>,
+    progress_message: Option<String>,
+    question_key: Option<String>,
+    question: Option<String>,
+    answer_key: Option<String>,
+    answer: Option<String>,
+    result: Option<String>,
+    error_code: Option<i64>,
+    error_message: Option<String>,
+    error_reason: Option<String>,
+    ttl_ms: Option<i64>,
+    poll_interval_ms: Option<i64>,
+    created_at: String,
+    updated_at: String,
+}
+
+impl RawTask {
+    fn read(r: &Row<'_>) -> rusqlite::Result<RawTask> {
+        Ok(RawTask {
+            id: r.get(0)?,
+            server: r.get(1)?,
+            tool: r.get(2)?,
+            arguments: r.get(3)?,
+            idempotency_key: r.get(4)?,
+            mode: r.get(5)?,
+            era: r.get(6)?,
+            remote_task_id: r.get(7)?,
+            status: r.get(8)?,
+            status_message: r.get(9)?,
+            progress: r.get(10)?,
+            progress_total: r.get(11)?,
+            progress_message: r.get(12)?,
+            question_key: r.get(13)?,
+            question: r.get(14)?,
+            answer_key: r.get(15)?,
+            answer: r.get(16)?,
+            result: r.get(17)?,
+            error_code: r.get(18)?,
+            error_message: r.get(19)?,
+            error_reason: r.get(20)?,
+            ttl_ms: r.get(21)?,
+            poll_interval_ms: r.get(22)?,
+            created_at: r.get(23)?,
+            updated_at: r.get(24)?,
+        })
+    }
+
+    fn decode(self) -> Result<TaskRecord> {
+        let id = self.id;
+        let corrupt = |column: &'static str, reason: String| StoreError::Corrupt { id: id.clone(), column, reason };
+        let json = |column: &'static str, text: &str| -> Result<Value> {
+            serde_json::from_str(text).map_err(|e| corrupt(column, e.to_string()))
+        };
+        let question = match (self.question_key, self.question) {
+            (Some(key), Some(request)) => Some(Question { key, request: json("question", &request)? }),
+            (None, None) => None,
+            _ => return Err(corrupt("question", "question and question_key must be set together".into())),
+        };
+        let answer = match (self.answer_key, self.answer) {
+            (Some(key), Some(response)) => Some(Answer { key, response: json("answer", &response)? }),
+            (None, None) => None,
+            _ => return Err(corrupt("answer", "answer and answer_key must be set together".into())),
+        };
+        let record = TaskRecord {
+            arguments: json("arguments", &self.arguments)?,
+            mode: Mode::parse(&self.mode).ok_or_else(|| corrupt("mode", format!("unknown mode {:?}", self.mode)))?,
+            era: self.era.map(|e| e.parse::<Era>().map_err(|e| corrupt("era", e))).transpose()?,
+            status: self.status.parse::<TaskStatus>().map_err(|e| corrupt("status", e))?,
+            progress: self.progress.map(|progress| Progress {
+                progress,
+                total: self.progress_total,
+                message: self.progress_message,
+            }),
+            question,
+            answer,
+            result: self.result.map(|r| json("result", &r)).transpose()?,
+            error: self.error_message.map(|message| TaskError {
+                code: self.error_code,
+                message,
+                reason: self.error_reason,
+            }),
+            created_at: time::parse(&self.created_at).map_err(|e| corrupt("created_at", e.to_string()))?,
+            updated_at: time::parse(&self.updated_at).map_err(|e| corrupt("updated_at", e.to_string()))?,
+            server: self.server,
+            tool: self.tool,
+            idempotency_key: self.idempotency_key,
+            remote_task_id: self.remote_task_id,
+            status_message: self.status_message,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            id: id.clone(),
+        };
+        Ok(record)
+    }
+}
