@@ -5,7 +5,7 @@
 
 use std::io::Read;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
@@ -29,13 +29,7 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     // Every write transaction takes the write lock up front: a deferred one that read first could
     // fail with SQLITE_BUSY_SNAPSHOT when another process commits, which the busy timeout cannot fix.
     conn.set_transaction_behavior(TransactionBehavior::Immediate);
-    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::Io {
-            path: path.to_owned(),
-            source: std::io::Error::other(format!("cannot switch to WAL (journal mode stays {mode})")),
-        });
-    }
+    enable_wal(&conn, path)?;
     // With WAL, NORMAL survives any process being killed; only an OS crash or power cut can lose
     // the last commits, and it never corrupts the file.
     conn.pragma_update(None, "synchronous", "NORMAL")?;
@@ -51,6 +45,27 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     debug_assert_eq!(app_id, APPLICATION_ID, "the first migration sets the application id");
     Ok(conn)
+}
+
+fn enable_wal(conn: &Connection, path: &Path) -> Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(mode) => {
+                return Err(StoreError::Io {
+                    path: path.to_owned(),
+                    source: std::io::Error::other(format!("cannot switch to WAL (journal mode stays {mode})")),
+                });
+            }
+            // Switching a new file to WAL needs it to itself, and SQLite reports a racing opener as
+            // busy at once, without the busy handler; so wait here, as the busy timeout would.
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 fn user_version(conn: &Connection) -> Result<i64> {
