@@ -52,10 +52,10 @@ fn list_is_newest_first_and_filters_by_status_server_and_limit() {
 
     let ids =
         |filter: ListFilter| -> Vec<String> { f.store.list(&filter).unwrap().into_iter().map(|t| t.id).collect() };
-    assert_eq!(ids(ListFilter::default()), [c.id.clone(), b.id.clone(), a.id.clone()]);
-    assert_eq!(ids(ListFilter { status: Some(TaskStatus::Working), ..Default::default() }), [c.id.clone(), a.id]);
-    assert_eq!(ids(ListFilter { server: Some("other".into()), ..Default::default() }), [c.id.clone()]);
-    assert_eq!(ids(ListFilter { limit: Some(1), ..Default::default() }), [c.id]);
+    assert_eq!(ids(ListFilter::default()), [c.id.as_str(), &b.id, &a.id]);
+    assert_eq!(ids(ListFilter { status: Some(TaskStatus::Working), ..Default::default() }), [c.id.as_str(), &a.id]);
+    assert_eq!(ids(ListFilter { server: Some("other".into()), ..Default::default() }), [c.id.as_str()]);
+    assert_eq!(ids(ListFilter { limit: Some(1), ..Default::default() }), [c.id.as_str()]);
 }
 
 #[test]
