@@ -159,14 +159,17 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             Plan { to: *status, event, derived_error: None }
         }
         Update::Progress(_) => Plan { to: from, event: None, derived_error: None },
-        Update::Question { question, message } => Plan {
-            to: TaskStatus::InputRequired,
-            event: Some((
-                EventKind::Question,
-                json!({ "key": question.key, "request": question.request, "message": message }),
-            )),
-            derived_error: None,
-        },
+        Update::Question { question, message } => {
+            // A modern server repeats its `inputRequests` on every poll; the same question again is
+            // not news and must not flood the log.
+            let repeated = from == TaskStatus::InputRequired
+                && current.question.as_ref() == Some(question)
+                && *message == current.status_message;
+            let event = (!repeated).then(|| {
+                (EventKind::Question, json!({ "key": question.key, "request": question.request, "message": message }))
+            });
+            Plan { to: TaskStatus::InputRequired, event, derived_error: None }
+        }
         Update::Answer(answer) => {
             let Some(pending) = &current.question else {
                 return Err(refuse(current, attempted, "no question is pending"));

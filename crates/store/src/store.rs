@@ -96,6 +96,14 @@ impl Store {
         let tx = conn.transaction()?;
         let current = load(&tx, id)?;
         state::check_remote(&current, remote_task_id)?;
+        let unchanged = current.era == Some(era)
+            && (remote_task_id.is_none() || current.remote_task_id.as_deref() == remote_task_id)
+            && current.ttl_ms == ttl_ms
+            && current.poll_interval_ms == poll_interval_ms;
+        if unchanged {
+            // An engine re-reading the same CreateTaskResult after a restart learns nothing new.
+            return Ok(current);
+        }
         let now = time::format(&time::now());
         tx.execute(
             "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,

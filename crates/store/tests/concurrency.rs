@@ -113,3 +113,9 @@ fn many_openers_racing_on_a_new_file_all_get_the_same_store() {
         assert_eq!(Store::open(&path).unwrap().list(&ListFilter::default()).unwrap().len(), 6);
     }
 }
+
+#[test]
+fn the_store_can_be_shared_across_threads_and_async_tasks() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<Store>();
+}

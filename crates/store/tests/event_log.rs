@@ -116,3 +116,28 @@ fn event_ids_only_grow_across_tasks() {
     ids.extend(f.store.events(&b.id).unwrap().iter().map(|e| e.id));
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
 }
+
+#[test]
+fn a_question_repeated_by_every_poll_is_logged_once() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("a")).unwrap();
+    for _ in 0..3 {
+        f.store.apply(&task.id, Update::Question { question: question("k"), message: None }).unwrap();
+    }
+    f.store.apply(&task.id, Update::Question { question: question("k2"), message: None }).unwrap();
+    let kinds: Vec<_> = f.store.events(&task.id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EventKind::Created, EventKind::Question, EventKind::Question]);
+}
+
+#[test]
+fn repeating_the_same_remote_task_is_logged_once() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("a")).unwrap();
+    for _ in 0..3 {
+        f.store.set_remote(&task.id, Era::Legacy, Some("r-1"), Some(1_000), None).unwrap();
+    }
+    let after = f.store.set_remote(&task.id, Era::Legacy, Some("r-1"), Some(2_000), None).unwrap();
+    assert_eq!(after.ttl_ms, Some(2_000));
+    let kinds: Vec<_> = f.store.events(&task.id).unwrap().into_iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EventKind::Created, EventKind::Remote, EventKind::Remote]);
+}
