@@ -1,1 +1,23 @@
-//! One MCP server session.
+//! One MCP server, spoken to over stdio in whichever task era it speaks.
+//!
+//! [`Session::connect`] spawns the server, detects its era exactly as the 2026-07-28 stdio binding
+//! says (probe `server/discover`; fall back to `initialize`), and declares what Taskdeck really
+//! supports. After that the caller sees one era-neutral task API: [`Session::start_tool`],
+//! [`Session::get_task`], [`Session::task_result`], [`Session::answer`], [`Session::cancel_task`]
+//! and [`Session::attach`], plus a [`SessionHandler`] that receives notifications, questions and
+//! stderr in arrival order.
+//!
+//! The session holds no policy about *when* to poll or retry: that is the engine's.
+
+mod error;
+mod model;
+mod process;
+mod session;
+mod tasks;
+mod tracker;
+
+pub use error::ClientError;
+pub use model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, Started, TaskSnapshot};
+pub use process::{MAX_STDERR_LINE, ServerSpec};
+pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
+pub use tasks::StartOptions;

@@ -1,0 +1,44 @@
+use std::time::Duration;
+
+use taskdeck_protocol::ErrorObject;
+
+/// Everything a session can report. Cloneable, because one server death fails every pending
+/// request with the same error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    #[error("could not start server {server:?} ({command}): {message}")]
+    Spawn { server: String, command: String, message: String },
+    #[error("server {server:?} is not running: {reason}")]
+    ServerExited { server: String, reason: String },
+    #[error("server {server:?} did not answer {method} within {}s", timeout.as_secs_f32())]
+    Timeout { server: String, method: String, timeout: Duration },
+    #[error("server {server:?} answered {method} with an error: {error}")]
+    Rpc { server: String, method: String, error: ErrorObject },
+    #[error("server {server:?} sent an invalid answer to {method}: {detail}")]
+    InvalidResponse { server: String, method: String, detail: String },
+    #[error("could not connect to server {server:?}: {detail}")]
+    Handshake { server: String, detail: String },
+    #[error("server {server:?} has no tool {tool:?}")]
+    UnknownTool { server: String, tool: String },
+    #[error("server {server:?} does not support {what}")]
+    Unsupported { server: String, what: String },
+    #[error("server {server:?} has no open question {key}")]
+    NoSuchQuestion { server: String, key: String },
+    #[error("message to server {server:?} is larger than the {limit}-byte frame limit")]
+    TooLarge { server: String, limit: usize },
+}
+
+impl ClientError {
+    /// The JSON-RPC error a server answered with, if that is what this is.
+    pub fn rpc_error(&self) -> Option<&ErrorObject> {
+        match self {
+            ClientError::Rpc { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+
+    /// True when the server process is gone: the caller should restart it, not retry the request.
+    pub fn is_server_gone(&self) -> bool {
+        matches!(self, ClientError::ServerExited { .. } | ClientError::Spawn { .. })
+    }
+}

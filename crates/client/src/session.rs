@@ -1,0 +1,650 @@
+//! One live connection to one server process: request/response correlation, the reader that
+//! dispatches what the server sends, and the era handshake.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use taskdeck_protocol::framing::{FrameError, LineDecoder};
+use taskdeck_protocol::jsonrpc::{Notification, Request, Response};
+use taskdeck_protocol::modern::discover::{DiscoverResult, UnsupportedVersionData};
+use taskdeck_protocol::modern::request_meta::with_request_meta;
+use taskdeck_protocol::types::{Implementation, ProgressParams, Tool};
+use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, codes, legacy, meta, methods, modern};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::ClientError;
+use crate::model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, TaskSnapshot};
+use crate::process::{self, ProcessHandle, ServerSpec, StderrLog};
+use crate::tracker::{TaskTracker, Verdict};
+
+/// Receives everything the server sends that is not an answer to one of our requests.
+///
+/// `on_event` is called from the session's reader, in arrival order: it must not block. Server to
+/// client requests are served here too: roots through [`SessionHandler::roots`], elicitation as a
+/// [`SessionEvent::Question`] answered later with `Session::answer`, ping by the session itself.
+pub trait SessionHandler: Send + Sync + 'static {
+    fn on_event(&self, event: SessionEvent);
+
+    fn roots(&self) -> Vec<taskdeck_protocol::types::Root> {
+        Vec::new()
+    }
+}
+
+/// A handler for callers that only make requests.
+pub struct IgnoreEvents;
+impl SessionHandler for IgnoreEvents {
+    fn on_event(&self, _event: SessionEvent) {}
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// How long to wait for `server/discover` before deciding the server is legacy.
+    pub probe_timeout: Duration,
+    /// Timeout of ordinary requests (handshake, listing, `tasks/get`, cancel, update).
+    pub request_timeout: Duration,
+    /// Timeout of a tool call the server answers without making a task.
+    pub call_timeout: Duration,
+    pub max_frame: usize,
+    pub stderr_lines: usize,
+    pub client_info: Implementation,
+    /// Skips detection; for tests that need one era from a dual-era server.
+    pub force_era: Option<Era>,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            probe_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(3600),
+            max_frame: taskdeck_protocol::framing::DEFAULT_MAX_FRAME,
+            stderr_lines: 1000,
+            client_info: Implementation::new("taskdeck", env!("CARGO_PKG_VERSION")),
+            force_era: None,
+        }
+    }
+}
+
+type Pending = oneshot::Sender<Result<Value, ErrorObject>>;
+
+pub(crate) struct Shared {
+    pub name: String,
+    pub opts: SessionOptions,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    pending: Mutex<HashMap<RequestId, (String, Pending)>>,
+    next_id: AtomicI64,
+    pub(crate) state: Mutex<State>,
+    handler: Arc<dyn SessionHandler>,
+    stderr: Arc<Mutex<StderrLog>>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub dead: Option<ClientError>,
+    pub info: Option<ServerInfo>,
+    pub tools: Option<Vec<Tool>>,
+    pub tracker: TaskTracker,
+    /// Open legacy questions: the server's request id and the task it belongs to.
+    pub questions: HashMap<RequestId, Option<String>>,
+}
+
+/// A connected server. Cheap to clone; the process is killed when the last clone is dropped.
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) shared: Arc<Shared>,
+    process: Arc<ProcessHandle>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Session {
+    /// Starts the server, detects its era and completes the handshake.
+    pub async fn connect(
+        spec: &ServerSpec,
+        opts: SessionOptions,
+        handler: Arc<dyn SessionHandler>,
+    ) -> Result<Session, ClientError> {
+        let spawned = process::spawn(spec)?;
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let stderr = Arc::new(Mutex::new(StderrLog::new(opts.stderr_lines)));
+        let shared = Arc::new(Shared {
+            name: spec.name.clone(),
+            opts,
+            out: out_tx,
+            pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(0),
+            state: Mutex::new(State::default()),
+            handler,
+            stderr: stderr.clone(),
+        });
+        tokio::spawn(write_loop(spawned.stdin, out_rx));
+        let for_stderr = shared.clone();
+        tokio::spawn(async move {
+            let h = for_stderr.handler.clone();
+            process::capture_stderr(spawned.stderr, stderr, move |line| h.on_event(SessionEvent::Stderr(line))).await;
+        });
+        tokio::spawn(read_loop(shared.clone(), spawned.stdout, spawned.process.clone()));
+        let session = Session { shared, process: spawned.process };
+        let info = session.handshake().await;
+        match info {
+            Ok(info) => {
+                lock(&session.shared.state).info = Some(info);
+                Ok(session)
+            }
+            Err(e) => {
+                session.process.kill();
+                Err(e)
+            }
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    pub fn info(&self) -> ServerInfo {
+        lock(&self.shared.state).info.clone().expect("a connected session has server info")
+    }
+
+    pub fn era(&self) -> Era {
+        self.info().era
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.process.pid()
+    }
+
+    /// Why the session is dead, if it is.
+    pub fn dead(&self) -> Option<ClientError> {
+        lock(&self.shared.state).dead.clone()
+    }
+
+    /// The server's recent stderr lines, oldest first.
+    pub fn stderr(&self) -> Vec<String> {
+        lock(&self.shared.stderr).lines()
+    }
+
+    /// Kills the server. Pending requests fail with [`ClientError::ServerExited`].
+    pub fn kill(&self) {
+        self.process.kill();
+    }
+
+    /// Closes the server's stdin and gives it `grace` to exit before killing it.
+    pub async fn shutdown(&self, grace: Duration) {
+        let _ = self.shared.out.send(Vec::new());
+        if self.process.wait_exit(grace).await.is_none() {
+            self.process.kill();
+        }
+    }
+
+    /// A liveness check: a hung server fails it with [`ClientError::Timeout`].
+    pub async fn ping(&self, timeout: Duration) -> Result<(), ClientError> {
+        self.request(methods::PING, json!({}), Some(timeout)).await.map(|_| ())
+    }
+
+    /// Sends a request, adding the per-request `_meta` in the modern era.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let params = match self.era_if_known() {
+            Some(Era::Modern) => with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info),
+            _ => params,
+        };
+        self.request_raw(method, params, timeout).await
+    }
+
+    fn era_if_known(&self) -> Option<Era> {
+        lock(&self.shared.state).info.as_ref().map(|i| i.era)
+    }
+
+    pub(crate) async fn request_raw(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let s = &self.shared;
+        let id = RequestId::Number(s.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        {
+            // Checked under the pending lock so a concurrent death cannot strand this request.
+            let mut pending = lock(&s.pending);
+            if let Some(dead) = lock(&s.state).dead.clone() {
+                return Err(dead);
+            }
+            pending.insert(id.clone(), (method.to_owned(), tx));
+        }
+        if let Err(e) = self.send(&Message::request(id.clone(), method, params)) {
+            lock(&s.pending).remove(&id);
+            return Err(e);
+        }
+        let answer = match timeout {
+            Some(t) => match tokio::time::timeout(t, rx).await {
+                Ok(a) => a,
+                Err(_) => {
+                    lock(&s.pending).remove(&id);
+                    // Tell the server we gave up, so it can stop working on it.
+                    let _ = self.send(&Message::notification(
+                        methods::CANCELLED,
+                        Some(json!({"requestId": id, "reason": "timed out"})),
+                    ));
+                    return Err(ClientError::Timeout { server: s.name.clone(), method: method.into(), timeout: t });
+                }
+            },
+            None => rx.await,
+        };
+        match answer {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(error)) => Err(ClientError::Rpc { server: s.name.clone(), method: method.into(), error }),
+            // The sender is dropped only when the session dies.
+            Err(_) => Err(lock(&s.state).dead.clone().unwrap_or_else(|| ClientError::ServerExited {
+                server: s.name.clone(),
+                reason: "the connection closed".into(),
+            })),
+        }
+    }
+
+    pub(crate) fn send(&self, msg: &Message) -> Result<(), ClientError> {
+        let s = &self.shared;
+        let line = taskdeck_protocol::framing::encode(&msg.to_line(), s.opts.max_frame)
+            .ok_or_else(|| ClientError::TooLarge { server: s.name.clone(), limit: s.opts.max_frame })?;
+        if let Some(dead) = lock(&s.state).dead.clone() {
+            return Err(dead);
+        }
+        s.out
+            .send(line)
+            .map_err(|_| ClientError::ServerExited { server: s.name.clone(), reason: "stdin closed".into() })
+    }
+
+    /// Era detection as the 2026-07-28 stdio binding describes it: probe with `server/discover`;
+    /// a modern answer or a modern-only error means modern; anything else, or silence, means legacy.
+    async fn handshake(&self) -> Result<ServerInfo, ClientError> {
+        let opts = &self.shared.opts;
+        let name = self.shared.name.clone();
+        let era = match opts.force_era {
+            Some(era) => era,
+            None => {
+                let params = with_request_meta(json!({}), modern::PROTOCOL_VERSION, &opts.client_info);
+                match self.request_raw(methods::SERVER_DISCOVER, params, Some(opts.probe_timeout)).await {
+                    Ok(result) => {
+                        let discover: DiscoverResult =
+                            serde_json::from_value(result).map_err(|e| ClientError::Handshake {
+                                server: name.clone(),
+                                detail: format!("invalid server/discover result: {e}"),
+                            })?;
+                        if discover.supported_versions.iter().any(|v| v == modern::PROTOCOL_VERSION) {
+                            return Ok(modern_info(discover));
+                        }
+                        if !discover.supported_versions.iter().any(|v| v == legacy::PROTOCOL_VERSION) {
+                            return Err(no_common_version(&name, &discover.supported_versions));
+                        }
+                        Era::Legacy
+                    }
+                    Err(ClientError::Rpc { error, .. }) if error.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
+                        let supported = error
+                            .data
+                            .clone()
+                            .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
+                            .map(|d| d.supported)
+                            .unwrap_or_default();
+                        if !supported.iter().any(|v| v == legacy::PROTOCOL_VERSION) {
+                            return Err(no_common_version(&name, &supported));
+                        }
+                        Era::Legacy
+                    }
+                    Err(ClientError::Rpc { error, .. }) if codes::is_modern_only(error.code) => Era::Modern,
+                    Err(e @ (ClientError::ServerExited { .. } | ClientError::TooLarge { .. })) => return Err(e),
+                    Err(_) => Era::Legacy,
+                }
+            }
+        };
+        match era {
+            Era::Legacy => self.initialize().await,
+            Era::Modern => {
+                // Forced or recognised modern without a discover result: ask again for capabilities.
+                let params = with_request_meta(json!({}), modern::PROTOCOL_VERSION, &opts.client_info);
+                let result = self.request_raw(methods::SERVER_DISCOVER, params, Some(opts.request_timeout)).await?;
+                let discover: DiscoverResult = serde_json::from_value(result).map_err(|e| ClientError::Handshake {
+                    server: name.clone(),
+                    detail: format!("invalid server/discover result: {e}"),
+                })?;
+                Ok(modern_info(discover))
+            }
+        }
+    }
+
+    async fn initialize(&self) -> Result<ServerInfo, ClientError> {
+        let opts = &self.shared.opts;
+        let params = legacy::initialize::InitializeParams {
+            protocol_version: legacy::PROTOCOL_VERSION.into(),
+            capabilities: legacy::initialize::client_capabilities(),
+            client_info: opts.client_info.clone(),
+            extra: Default::default(),
+        };
+        let result = self
+            .request_raw(
+                methods::INITIALIZE,
+                serde_json::to_value(params).unwrap_or_default(),
+                Some(opts.request_timeout),
+            )
+            .await?;
+        let init: legacy::initialize::InitializeResult =
+            serde_json::from_value(result).map_err(|e| ClientError::Handshake {
+                server: self.shared.name.clone(),
+                detail: format!("invalid initialize result: {e}"),
+            })?;
+        self.send(&Message::notification(methods::INITIALIZED, None))?;
+        // Tasks exist only in 2025-11-25; an older server may still answer tools/call plainly.
+        let tasks = init.protocol_version == legacy::PROTOCOL_VERSION
+            && legacy::initialize::server_supports_task_tools(&init.capabilities);
+        Ok(ServerInfo {
+            era: Era::Legacy,
+            protocol_version: init.protocol_version,
+            name: Some(init.server_info.name),
+            version: Some(init.server_info.version),
+            instructions: init.instructions,
+            capabilities: init.capabilities,
+            tasks,
+        })
+    }
+
+    /// The server's tools, from the cache when it is fresh. Follows `nextCursor`.
+    pub async fn list_tools(&self) -> Result<Vec<Tool>, ClientError> {
+        if let Some(tools) = lock(&self.shared.state).tools.clone() {
+            return Ok(tools);
+        }
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        // A server that keeps returning cursors must not keep us here forever.
+        for _ in 0..1000 {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let result = self.request(methods::TOOLS_LIST, params, Some(self.shared.opts.request_timeout)).await?;
+            let page: taskdeck_protocol::types::ListToolsResult =
+                serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_LIST, e))?;
+            tools.extend(page.tools);
+            match page.next_cursor {
+                Some(c) if Some(&c) != cursor.as_ref() => cursor = Some(c),
+                _ => break,
+            }
+        }
+        lock(&self.shared.state).tools = Some(tools.clone());
+        Ok(tools)
+    }
+
+    pub(crate) fn invalid(&self, method: &str, e: impl std::fmt::Display) -> ClientError {
+        ClientError::InvalidResponse { server: self.shared.name.clone(), method: method.into(), detail: e.to_string() }
+    }
+}
+
+fn modern_info(d: DiscoverResult) -> ServerInfo {
+    ServerInfo {
+        era: Era::Modern,
+        protocol_version: modern::PROTOCOL_VERSION.into(),
+        name: d.server_info.as_ref().map(|i| i.name.clone()),
+        version: d.server_info.as_ref().map(|i| i.version.clone()),
+        instructions: d.instructions.clone(),
+        tasks: d.supports_tasks(),
+        capabilities: d.capabilities,
+    }
+}
+
+fn no_common_version(server: &str, supported: &[String]) -> ClientError {
+    ClientError::Handshake {
+        server: server.into(),
+        detail: format!(
+            "no protocol version in common: the server supports {supported:?}, Taskdeck speaks {:?} and {:?}",
+            legacy::PROTOCOL_VERSION,
+            modern::PROTOCOL_VERSION
+        ),
+    }
+}
+
+async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(line) = rx.recv().await {
+        // An empty frame is the shutdown signal: closing stdin asks the server to exit.
+        if line.is_empty() {
+            break;
+        }
+        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+async fn read_loop(shared: Arc<Shared>, mut stdout: ChildStdout, process: Arc<ProcessHandle>) {
+    let mut decoder = LineDecoder::new(shared.opts.max_frame);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut frames = Vec::new();
+    loop {
+        let n = match stdout.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        decoder.feed(&buf[..n], &mut frames);
+        for frame in frames.drain(..) {
+            dispatch_frame(&shared, frame);
+        }
+    }
+    if let Some(frame) = decoder.finish() {
+        dispatch_frame(&shared, frame);
+    }
+    let status = process.wait_exit(Duration::from_secs(2)).await;
+    let tail = lock(&shared.stderr).tail(5);
+    let mut reason = match status {
+        Some(s) => format!("the server process ended ({s})"),
+        None => "the server closed its output".to_owned(),
+    };
+    if !tail.is_empty() {
+        reason.push_str(&format!("; last stderr: {}", tail.join(" | ")));
+    }
+    mark_dead(&shared, reason);
+}
+
+pub(crate) fn mark_dead(shared: &Shared, reason: String) {
+    let err = ClientError::ServerExited { server: shared.name.clone(), reason: reason.clone() };
+    {
+        let mut pending = lock(&shared.pending);
+        let mut state = lock(&shared.state);
+        if state.dead.is_some() {
+            return;
+        }
+        state.dead = Some(err);
+        state.questions.clear();
+        // Dropping the senders wakes every waiter, which then reads `dead`.
+        pending.clear();
+    }
+    tracing::warn!(server = %shared.name, %reason, "server session closed");
+    shared.handler.on_event(SessionEvent::Closed { reason });
+}
+
+fn discard(shared: &Shared, reason: Discard, detail: String) {
+    tracing::warn!(server = %shared.name, ?reason, %detail, "server message set aside");
+    shared.handler.on_event(SessionEvent::Discarded { reason, detail });
+}
+
+fn dispatch_frame(shared: &Arc<Shared>, frame: Result<String, FrameError>) {
+    let text = match frame {
+        Ok(t) => t,
+        Err(e) => return discard(shared, Discard::Malformed, e.to_string()),
+    };
+    match Message::parse(&text) {
+        Ok(Message::Response(r)) => on_response(shared, r),
+        Ok(Message::Request(r)) => on_request(shared, r),
+        Ok(Message::Notification(n)) => on_notification(shared, n),
+        Err(e) => discard(shared, Discard::Malformed, format!("{e}: {}", truncate(&text, 200))),
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+fn on_response(shared: &Shared, r: Response) {
+    let Some(id) = r.id().cloned() else {
+        // An error without an id: the server could not parse something we sent.
+        if let Response::Error { error, .. } = r {
+            discard(shared, Discard::UnknownResponse, format!("error without id: {error}"));
+        }
+        return;
+    };
+    let Some((_, tx)) = lock(&shared.pending).remove(&id) else {
+        return discard(shared, Discard::UnknownResponse, format!("response to unknown request id {id}"));
+    };
+    let _ = tx.send(match r {
+        Response::Result { result, .. } => Ok(result),
+        Response::Error { error, .. } => Err(error),
+    });
+}
+
+fn respond(shared: &Shared, msg: Message) {
+    if let Some(line) = taskdeck_protocol::framing::encode(&msg.to_line(), shared.opts.max_frame) {
+        let _ = shared.out.send(line);
+    }
+}
+
+fn on_request(shared: &Shared, r: Request) {
+    match r.method.as_str() {
+        methods::PING => respond(shared, Message::result(r.id, json!({}))),
+        methods::ROOTS_LIST => {
+            let roots = shared.handler.roots();
+            respond(shared, Message::result(r.id, json!({ "roots": roots })));
+        }
+        methods::ELICITATION_CREATE => {
+            let params = r.params.clone().unwrap_or(Value::Null);
+            if let Err(e) =
+                serde_json::from_value::<taskdeck_protocol::elicitation::ElicitRequestParams>(params.clone())
+            {
+                respond(
+                    shared,
+                    Message::error(
+                        Some(r.id),
+                        ErrorObject::new(codes::INVALID_PARAMS, format!("invalid elicitation: {e}")),
+                    ),
+                );
+                return;
+            }
+            let task_id = meta::related_task_id(r.params.as_ref(), None).map(str::to_owned);
+            lock(&shared.state).questions.insert(r.id.clone(), task_id.clone());
+            shared.handler.on_event(SessionEvent::Question(Question {
+                key: QuestionKey::Request(r.id),
+                task_id,
+                method: r.method,
+                params,
+            }));
+        }
+        other => respond(
+            shared,
+            Message::error(
+                Some(r.id),
+                ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Taskdeck does not serve {other}")),
+            ),
+        ),
+    }
+}
+
+fn on_notification(shared: &Shared, n: Notification) {
+    let params = n.params.clone().unwrap_or(Value::Null);
+    match n.method.as_str() {
+        methods::PROGRESS => match serde_json::from_value::<ProgressParams>(params) {
+            Ok(p) => shared.handler.on_event(SessionEvent::Progress {
+                token: p.progress_token,
+                progress: p.progress,
+                total: p.total,
+                message: p.message,
+            }),
+            Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
+        },
+        methods::TASKS_STATUS | methods::TASKS_NOTIFICATION => {
+            let snapshot = if n.method == methods::TASKS_STATUS {
+                serde_json::from_value::<legacy::tasks::Task>(params)
+                    .map(TaskSnapshot::from_legacy)
+                    .map_err(|e| e.to_string())
+            } else {
+                serde_json::from_value::<modern::tasks::DetailedTask>(params)
+                    .map_err(|e| e.to_string())
+                    .and_then(TaskSnapshot::from_modern)
+            };
+            match snapshot {
+                Ok(s) => {
+                    let verdict = lock(&shared.state).tracker.observe(&s);
+                    match verdict {
+                        Verdict::Deliver => shared.handler.on_event(SessionEvent::Task(s)),
+                        Verdict::Held => {
+                            tracing::debug!(server = %shared.name, task = %s.task_id, "status for a task not yet known; held")
+                        }
+                        Verdict::Discard(reason, detail) => discard(shared, reason, detail),
+                    }
+                }
+                Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
+            }
+        }
+        methods::LOG_MESSAGE => match serde_json::from_value(params) {
+            Ok(p) => shared.handler.on_event(SessionEvent::Log(p)),
+            Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
+        },
+        methods::TOOLS_LIST_CHANGED => {
+            lock(&shared.state).tools = None;
+            shared.handler.on_event(SessionEvent::ToolsChanged);
+        }
+        methods::ELICITATION_COMPLETE => match params.get("elicitationId").and_then(Value::as_str) {
+            Some(id) => shared.handler.on_event(SessionEvent::ElicitationComplete { elicitation_id: id.to_owned() }),
+            None => discard(shared, Discard::InvalidParams, format!("{} without elicitationId", n.method)),
+        },
+        methods::CANCELLED => {
+            // The server withdrew one of its own requests: a question nobody needs to answer now.
+            let id = params.get("requestId").cloned().and_then(|v| serde_json::from_value::<RequestId>(v).ok());
+            if let Some(id) = id
+                && lock(&shared.state).questions.remove(&id).is_some()
+            {
+                shared.handler.on_event(SessionEvent::QuestionWithdrawn { key: QuestionKey::Request(id) });
+            }
+        }
+        other => tracing::debug!(server = %shared.name, method = other, "notification ignored"),
+    }
+}
+
+impl Session {
+    pub(crate) fn handler(&self) -> &Arc<dyn SessionHandler> {
+        &self.shared.handler
+    }
+
+    /// Answers an open legacy question by responding to the server's request.
+    pub(crate) fn respond_to_question(&self, id: &RequestId, result: Value) -> Result<(), ClientError> {
+        let task_id = lock(&self.shared.state)
+            .questions
+            .remove(id)
+            .ok_or_else(|| ClientError::NoSuchQuestion { server: self.shared.name.clone(), key: id.to_string() })?;
+        let mut result = result;
+        if let (Some(task_id), Some(obj)) = (task_id, result.as_object_mut()) {
+            let meta_entry = obj.entry("_meta").or_insert_with(|| json!({}));
+            if let Some(m) = meta_entry.as_object_mut() {
+                m.insert(meta::RELATED_TASK.into(), json!({ "taskId": task_id }));
+            }
+        }
+        self.send(&Message::result(id.clone(), result))
+    }
+
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
+        lock(&self.shared.state)
+    }
+}

@@ -1,0 +1,229 @@
+//! The era-neutral task API: start a tool call (as a task where the server allows it), observe,
+//! answer, cancel, fetch the result, and re-attach to a task after a restart.
+
+use serde_json::{Map, Value, json};
+use taskdeck_protocol::elicitation::ElicitResult;
+use taskdeck_protocol::types::{CallToolResult, TaskSupport, Tool};
+use taskdeck_protocol::{Era, codes, legacy, meta, methods, modern};
+
+use crate::model::{QuestionKey, SessionEvent, Started, TaskSnapshot};
+use crate::{ClientError, Session};
+
+/// Options of one tool call.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// Sent as `_meta.progressToken`; progress notifications come back carrying it. Callers that
+    /// keep their own task ids can pass theirs and need no mapping.
+    pub progress_token: Option<String>,
+    /// Requested retention, legacy `task.ttl`; the server may override it.
+    pub ttl_ms: Option<i64>,
+}
+
+impl Session {
+    /// One tool by name, refreshing the cached list once if it is not there.
+    pub async fn tool(&self, name: &str) -> Result<Tool, ClientError> {
+        if let Some(t) = self.list_tools().await?.into_iter().find(|t| t.name == name) {
+            return Ok(t);
+        }
+        self.lock_state().tools = None;
+        self.list_tools()
+            .await?
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| ClientError::UnknownTool { server: self.name().into(), tool: name.into() })
+    }
+
+    /// Whether a call of `tool` will be made as a task. Modern servers decide per call, so this
+    /// is only a forecast there.
+    pub fn will_run_as_task(&self, tool: &Tool) -> bool {
+        let info = self.info();
+        match info.era {
+            Era::Legacy => info.tasks && tool.task_support() != TaskSupport::Forbidden,
+            Era::Modern => info.tasks,
+        }
+    }
+
+    /// Calls a tool. A server that allows it makes it a task and answers with a handle at once;
+    /// otherwise the call's result comes back when it is done.
+    pub async fn start_tool(&self, name: &str, arguments: Value, opts: &StartOptions) -> Result<Started, ClientError> {
+        let tool = self.tool(name).await?;
+        match self.era() {
+            Era::Legacy => {
+                let as_task = self.will_run_as_task(&tool);
+                match self.call_legacy(name, &arguments, opts, as_task).await {
+                    // A server that needs a task but did not say so in its tool list (quirk 4)
+                    // answers a plain call with -32601/-32600 or an isError text naming -32601.
+                    Err(ClientError::Rpc { error, .. })
+                        if !as_task
+                            && self.info().tasks
+                            && matches!(error.code, codes::METHOD_NOT_FOUND | codes::INVALID_REQUEST) =>
+                    {
+                        self.call_legacy(name, &arguments, opts, true).await
+                    }
+                    Ok(Started::Completed(r)) if !as_task && self.info().tasks && says_task_required(&r) => {
+                        self.call_legacy(name, &arguments, opts, true).await
+                    }
+                    other => other,
+                }
+            }
+            Era::Modern => self.call_modern(name, &arguments, opts).await,
+        }
+    }
+
+    async fn call_legacy(
+        &self,
+        name: &str,
+        arguments: &Value,
+        opts: &StartOptions,
+        as_task: bool,
+    ) -> Result<Started, ClientError> {
+        let mut params = call_params(name, arguments, opts);
+        if as_task {
+            let mut task = Map::new();
+            if let Some(ttl) = opts.ttl_ms {
+                task.insert("ttl".into(), json!(ttl));
+            }
+            params.insert("task".into(), Value::Object(task));
+        }
+        let timeout = if as_task { self.shared.opts.request_timeout } else { self.shared.opts.call_timeout };
+        let result = self.request(methods::TOOLS_CALL, Value::Object(params), Some(timeout)).await?;
+        if legacy::tasks::CreateTaskResult::matches(&result) {
+            let created: legacy::tasks::CreateTaskResult =
+                serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+            return Ok(Started::Task(self.claim(TaskSnapshot::from_legacy(created.task))));
+        }
+        let r: CallToolResult = serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+        Ok(Started::Completed(r))
+    }
+
+    async fn call_modern(&self, name: &str, arguments: &Value, opts: &StartOptions) -> Result<Started, ClientError> {
+        let params = call_params(name, arguments, opts);
+        let result =
+            self.request(methods::TOOLS_CALL, Value::Object(params), Some(self.shared.opts.call_timeout)).await?;
+        match modern::result_type(&result) {
+            modern::result_type::TASK => {
+                let detailed: modern::tasks::DetailedTask =
+                    serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+                let snapshot = TaskSnapshot::from_modern(detailed).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+                Ok(Started::Task(self.claim(snapshot)))
+            }
+            modern::result_type::COMPLETE => {
+                let r: CallToolResult =
+                    serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+                Ok(Started::Completed(r))
+            }
+            other => Err(ClientError::Unsupported {
+                server: self.name().into(),
+                what: format!("a tools/call answer of resultType {other:?} (input before the task exists)"),
+            }),
+        }
+    }
+
+    /// Registers a task with the status filter; delivers a newer status that arrived early.
+    fn claim(&self, snapshot: TaskSnapshot) -> TaskSnapshot {
+        let early = self.lock_state().tracker.claim(&snapshot);
+        if let Some(early) = early {
+            self.handler().on_event(SessionEvent::Task(early));
+        }
+        snapshot
+    }
+
+    /// The task's current state, straight from the server.
+    pub async fn get_task(&self, task_id: &str) -> Result<TaskSnapshot, ClientError> {
+        let result = self
+            .request(methods::TASKS_GET, json!({ "taskId": task_id }), Some(self.shared.opts.request_timeout))
+            .await?;
+        let snapshot = match self.era() {
+            Era::Legacy => serde_json::from_value::<legacy::tasks::Task>(result)
+                .map(TaskSnapshot::from_legacy)
+                .map_err(|e| self.invalid(methods::TASKS_GET, e))?,
+            Era::Modern => serde_json::from_value::<modern::tasks::DetailedTask>(result)
+                .map_err(|e| self.invalid(methods::TASKS_GET, e))
+                .and_then(|d| TaskSnapshot::from_modern(d).map_err(|e| self.invalid(methods::TASKS_GET, e)))?,
+        };
+        self.lock_state().tracker.record(&snapshot);
+        Ok(snapshot)
+    }
+
+    /// Re-attaches to a task this client created earlier (for instance before a restart): looks it
+    /// up and starts tracking its notifications again.
+    pub async fn attach(&self, task_id: &str) -> Result<TaskSnapshot, ClientError> {
+        let s = self.get_task(task_id).await?;
+        Ok(self.claim(s))
+    }
+
+    /// Legacy: waits for the task's result with `tasks/result`, which blocks until the task is
+    /// terminal. While it is outstanding the server delivers the task's questions. A task that
+    /// ended in a JSON-RPC error yields [`ClientError::Rpc`] with that error.
+    /// Modern: the result is part of [`Session::get_task`]; this is unsupported there.
+    pub async fn task_result(&self, task_id: &str) -> Result<CallToolResult, ClientError> {
+        if self.era() == Era::Modern {
+            return Err(ClientError::Unsupported {
+                server: self.name().into(),
+                what: "tasks/result in the 2026-07-28 era (the result comes with tasks/get)".into(),
+            });
+        }
+        let result = self.request(methods::TASKS_RESULT, json!({ "taskId": task_id }), None).await?;
+        serde_json::from_value(result).map_err(|e| self.invalid(methods::TASKS_RESULT, e))
+    }
+
+    /// Answers a question, whichever era asked it.
+    pub async fn answer(
+        &self,
+        key: &QuestionKey,
+        task_id: Option<&str>,
+        answer: &ElicitResult,
+    ) -> Result<(), ClientError> {
+        let value = serde_json::to_value(answer).unwrap_or_default();
+        match key {
+            QuestionKey::Request(id) => self.respond_to_question(id, value),
+            QuestionKey::InputKey(k) => {
+                let task_id = task_id.ok_or_else(|| ClientError::NoSuchQuestion {
+                    server: self.name().into(),
+                    key: format!("{key} (no task given)"),
+                })?;
+                let mut responses = Map::new();
+                responses.insert(k.clone(), value);
+                self.request(
+                    methods::TASKS_UPDATE,
+                    json!({ "taskId": task_id, "inputResponses": responses }),
+                    Some(self.shared.opts.request_timeout),
+                )
+                .await
+                .map(|_| ())
+            }
+        }
+    }
+
+    /// Asks the server to cancel a task. Legacy servers answer with the task (now `cancelled`);
+    /// modern ones only acknowledge, and the task may still end otherwise.
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Option<TaskSnapshot>, ClientError> {
+        let result = self
+            .request(methods::TASKS_CANCEL, json!({ "taskId": task_id }), Some(self.shared.opts.request_timeout))
+            .await?;
+        match self.era() {
+            Era::Legacy => {
+                let task: legacy::tasks::Task =
+                    serde_json::from_value(result).map_err(|e| self.invalid(methods::TASKS_CANCEL, e))?;
+                let s = TaskSnapshot::from_legacy(task);
+                self.lock_state().tracker.record(&s);
+                Ok(Some(s))
+            }
+            Era::Modern => Ok(None),
+        }
+    }
+}
+
+fn call_params(name: &str, arguments: &Value, opts: &StartOptions) -> Map<String, Value> {
+    let mut params = Map::new();
+    params.insert("name".into(), json!(name));
+    params.insert("arguments".into(), arguments.clone());
+    if let Some(token) = &opts.progress_token {
+        params.insert("_meta".into(), json!({ meta::PROGRESS_TOKEN: token }));
+    }
+    params
+}
+
+fn says_task_required(r: &CallToolResult) -> bool {
+    r.is_error() && r.joined_text().contains("-32601")
+}

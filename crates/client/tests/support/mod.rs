@@ -1,0 +1,165 @@
+//! Shared test support: real server processes, an event recorder, and the wire tap whose log
+//! every test checks against the official schemas.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use taskdeck_client::{ServerSpec, SessionEvent, SessionHandler};
+use taskdeck_schema_check::{Era as SchemaEra, Schemas, Sender};
+
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The demo server binary that `cargo test --workspace` builds beside this test.
+pub fn demo_server_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let bin = dir.join("taskdeck-demo-server");
+    assert!(bin.exists(), "{} is missing: run `cargo build -p taskdeck-demo-server` first", bin.display());
+    bin
+}
+
+pub fn demo_spec(state: &Path) -> ServerSpec {
+    ServerSpec {
+        name: "demo".into(),
+        command: demo_server_bin().display().to_string(),
+        args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
+        env: Default::default(),
+        cwd: None,
+    }
+}
+
+/// `@modelcontextprotocol/server-everything`, as pinned in tests/peers (installed by `make test`).
+pub fn everything_spec() -> ServerSpec {
+    let entry = workspace_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(entry.exists(), "{} is missing: run `make peers`", entry.display());
+    ServerSpec {
+        name: "everything".into(),
+        command: "node".into(),
+        args: vec![entry.display().to_string(), "stdio".into()],
+        env: Default::default(),
+        cwd: None,
+    }
+}
+
+pub fn fault_spec(scenario: &str) -> ServerSpec {
+    ServerSpec {
+        name: format!("fault-{scenario}"),
+        command: "python3".into(),
+        args: vec![
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/fault_server.py").display().to_string(),
+            scenario.into(),
+        ],
+        env: Default::default(),
+        cwd: None,
+    }
+}
+
+/// Wraps a server so every line both ways is logged to `log`.
+pub fn tapped(spec: ServerSpec, log: &Path) -> ServerSpec {
+    let mut args = vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/tap.py").display().to_string(),
+        log.display().to_string(),
+        "--".into(),
+        spec.command.clone(),
+    ];
+    args.extend(spec.args.clone());
+    ServerSpec { command: "python3".into(), args, ..spec }
+}
+
+/// Validates every message in a tap log against its era's schema, both directions. Returns how
+/// many messages were checked, so a test can insist the log was not empty.
+pub fn check_wire_log(log: &Path, era: taskdeck_protocol::Era) -> usize {
+    let schemas = Schemas::load();
+    let era = match era {
+        taskdeck_protocol::Era::Legacy => SchemaEra::Legacy,
+        taskdeck_protocol::Era::Modern => SchemaEra::Modern,
+    };
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut client_requests = std::collections::HashMap::new();
+    let mut server_requests = std::collections::HashMap::new();
+    let mut checked = 0;
+    let mut errors = Vec::new();
+    for entry in text.lines() {
+        let entry: Value = serde_json::from_str(entry).unwrap();
+        let dir = entry["dir"].as_str().unwrap();
+        let Ok(msg) = serde_json::from_str::<Value>(entry["line"].as_str().unwrap()) else { continue };
+        let sender = if dir == "c2s" { Sender::Client } else { Sender::Server };
+        let id = msg.get("id").map(|v| v.to_string());
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        // The probe is sent before the era is known, so it is checked against the modern schema.
+        let msg_era = if method.as_deref() == Some("server/discover")
+            || (sender == Sender::Server
+                && id.as_ref().is_some_and(|i| client_requests.get(i) == Some(&"server/discover".to_owned())))
+        {
+            SchemaEra::Modern
+        } else {
+            era
+        };
+        let answering = match (&method, &id, sender) {
+            (Some(m), Some(i), Sender::Client) => {
+                client_requests.insert(i.clone(), m.clone());
+                None
+            }
+            (Some(m), Some(i), Sender::Server) => {
+                server_requests.insert(i.clone(), m.clone());
+                None
+            }
+            (None, Some(i), Sender::Server) => client_requests.get(i).cloned(),
+            (None, Some(i), Sender::Client) => server_requests.get(i).cloned(),
+            _ => None,
+        };
+        // A legacy server may answer the modern probe with any error; that is how it is detected.
+        if msg_era == SchemaEra::Modern && era == SchemaEra::Legacy && msg.get("error").is_some() {
+            continue;
+        }
+        if let Err(e) = schemas.check(msg_era, sender, &msg, answering.as_deref()) {
+            errors.push(e);
+        }
+        checked += 1;
+    }
+    assert!(errors.is_empty(), "{} message(s) off-schema:\n{}", errors.len(), errors.join("\n"));
+    checked
+}
+
+/// Collects session events for assertions.
+#[derive(Default)]
+pub struct Recorder {
+    events: Mutex<Vec<SessionEvent>>,
+}
+
+impl SessionHandler for Recorder {
+    fn on_event(&self, event: SessionEvent) {
+        self.events.lock().unwrap().push(event);
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    pub fn events(&self) -> Vec<SessionEvent> {
+        self.events.lock().unwrap().clone()
+    }
+
+    /// Waits until an event matches, returning it; fails the test after `timeout`.
+    pub async fn wait_for(&self, timeout: Duration, what: &str, pred: impl Fn(&SessionEvent) -> bool) -> SessionEvent {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(e) = self.events.lock().unwrap().iter().find(|e| pred(e)) {
+                return e.clone();
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}; events: {:#?}", self.non_stderr());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn non_stderr(&self) -> Vec<SessionEvent> {
+        self.events().into_iter().filter(|e| !matches!(e, SessionEvent::Stderr(_))).collect()
+    }
+}
