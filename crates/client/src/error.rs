@@ -13,7 +13,7 @@ pub enum ClientError {
     #[error("server {server:?} did not answer {method} within {}s", timeout.as_secs_f32())]
     Timeout { server: String, method: String, timeout: Duration },
     #[error("server {server:?} answered {method} with an error: {error}")]
-    Rpc { server: String, method: String, error: ErrorObject },
+    Rpc { server: String, method: String, error: Box<ErrorObject> },
     #[error("server {server:?} sent an invalid answer to {method}: {detail}")]
     InvalidResponse { server: String, method: String, detail: String },
     #[error("could not connect to server {server:?}: {detail}")]

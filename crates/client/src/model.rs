@@ -133,7 +133,7 @@ impl Question {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Started {
     /// The server made it a task: here is its handle.
-    Task(TaskSnapshot),
+    Task(Box<TaskSnapshot>),
     /// The server answered at once.
     Completed(CallToolResult),
 }
@@ -162,7 +162,7 @@ pub enum Discard {
 #[derive(Debug, Clone, PartialEq)]
 pub enum SessionEvent {
     /// A task's status changed (from a status notification).
-    Task(TaskSnapshot),
+    Task(Box<TaskSnapshot>),
     /// `notifications/progress` for the request that carried `token`.
     Progress {
         token: Value,

@@ -245,7 +245,9 @@ impl Session {
         };
         match answer {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(error)) => Err(ClientError::Rpc { server: s.name.clone(), method: method.into(), error }),
+            Ok(Err(error)) => {
+                Err(ClientError::Rpc { server: s.name.clone(), method: method.into(), error: Box::new(error) })
+            }
             // The sender is dropped only when the session dies.
             Err(_) => Err(lock(&s.state).dead.clone().unwrap_or_else(|| ClientError::ServerExited {
                 server: s.name.clone(),
@@ -507,13 +509,40 @@ fn on_response(shared: &Shared, r: Response) {
         }
         return;
     };
-    let Some((_, tx)) = lock(&shared.pending).remove(&id) else {
+    let Some((method, tx)) = lock(&shared.pending).remove(&id) else {
         return discard(shared, Discard::UnknownResponse, format!("response to unknown request id {id}"));
     };
+    if let (methods::TOOLS_CALL, Response::Result { result, .. }) = (method.as_str(), &r) {
+        // Register the task before reading on: the server's next lines may already be about it.
+        if let Some(handle) = task_handle(shared, result) {
+            let early = lock(&shared.state).tracker.claim(&handle);
+            if let Some(early) = early {
+                shared.handler.on_event(SessionEvent::Task(Box::new(early)));
+            }
+        }
+    }
     let _ = tx.send(match r {
         Response::Result { result, .. } => Ok(result),
         Response::Error { error, .. } => Err(error),
     });
+}
+
+/// The task handle in a `tools/call` result, if the server made the call a task.
+fn task_handle(shared: &Shared, result: &Value) -> Option<TaskSnapshot> {
+    let era = lock(&shared.state).info.as_ref()?.era;
+    match era {
+        Era::Legacy if legacy::tasks::CreateTaskResult::matches(result) => {
+            serde_json::from_value::<legacy::tasks::CreateTaskResult>(result.clone())
+                .ok()
+                .map(|c| TaskSnapshot::from_legacy(c.task))
+        }
+        Era::Modern if modern::tasks::is_create_task_result(result) => {
+            serde_json::from_value::<modern::tasks::DetailedTask>(result.clone())
+                .ok()
+                .and_then(|d| TaskSnapshot::from_modern(d).ok())
+        }
+        _ => None,
+    }
 }
 
 fn respond(shared: &Shared, msg: Message) {
@@ -588,7 +617,7 @@ fn on_notification(shared: &Shared, n: Notification) {
                 Ok(s) => {
                     let verdict = lock(&shared.state).tracker.observe(&s);
                     match verdict {
-                        Verdict::Deliver => shared.handler.on_event(SessionEvent::Task(s)),
+                        Verdict::Deliver => shared.handler.on_event(SessionEvent::Task(Box::new(s))),
                         Verdict::Held => {
                             tracing::debug!(server = %shared.name, task = %s.task_id, "status for a task not yet known; held")
                         }

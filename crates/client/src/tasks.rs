@@ -90,7 +90,7 @@ impl Session {
         if legacy::tasks::CreateTaskResult::matches(&result) {
             let created: legacy::tasks::CreateTaskResult =
                 serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
-            return Ok(Started::Task(self.claim(TaskSnapshot::from_legacy(created.task))));
+            return Ok(Started::Task(Box::new(self.claim(TaskSnapshot::from_legacy(created.task)))));
         }
         let r: CallToolResult = serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
         Ok(Started::Completed(r))
@@ -105,7 +105,7 @@ impl Session {
                 let detailed: modern::tasks::DetailedTask =
                     serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
                 let snapshot = TaskSnapshot::from_modern(detailed).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
-                Ok(Started::Task(self.claim(snapshot)))
+                Ok(Started::Task(Box::new(self.claim(snapshot))))
             }
             modern::result_type::COMPLETE => {
                 let r: CallToolResult =
@@ -123,7 +123,7 @@ impl Session {
     fn claim(&self, snapshot: TaskSnapshot) -> TaskSnapshot {
         let early = self.lock_state().tracker.claim(&snapshot);
         if let Some(early) = early {
-            self.handler().on_event(SessionEvent::Task(early));
+            self.handler().on_event(SessionEvent::Task(Box::new(early)));
         }
         snapshot
     }

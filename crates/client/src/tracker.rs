@@ -47,14 +47,20 @@ impl TaskTracker {
     pub fn observe(&mut self, s: &TaskSnapshot) -> Verdict {
         let Some(seen) = self.known.get_mut(&s.task_id) else {
             if let Some(prev) = self.held.get(&s.task_id) {
+                if prev.status.is_terminal() {
+                    return Verdict::Discard(
+                        Discard::AfterTerminal,
+                        format!("task {} is already {}; ignoring {}", s.task_id, prev.status, s.status),
+                    );
+                }
                 if older(&s.last_updated_at, &prev.last_updated_at) == Some(true) {
                     return Verdict::Discard(Discard::Stale, format!("task {}: older status held already", s.task_id));
                 }
             } else {
-                if self.held_order.len() >= MAX_HELD {
-                    if let Some(evicted) = self.held_order.pop_front() {
-                        self.held.remove(&evicted);
-                    }
+                if self.held_order.len() >= MAX_HELD
+                    && let Some(evicted) = self.held_order.pop_front()
+                {
+                    self.held.remove(&evicted);
                 }
                 self.held_order.push_back(s.task_id.clone());
             }

@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn oversized_line_is_reported_once_and_the_next_line_survives() {
-        let big = vec![b'x'; 25];
+        let big = [b'x'; 25];
         let frames = decode(10, &[&big[..12], &big[12..], b"\nok\n"]);
         assert_eq!(frames, vec![Err(FrameError::TooLong { limit: 10 }), Ok("ok".into())]);
     }

@@ -254,10 +254,8 @@ fn def_name(reference: &str) -> Option<&str> {
 /// with a sibling branch of an enclosing `allOf`.
 fn collect_composed_refs(schema: &Value, in_intersection: bool, out: &mut BTreeSet<String>) {
     let Value::Object(obj) = schema else { return };
-    if in_intersection {
-        if let Some(name) = obj.get("$ref").and_then(Value::as_str).and_then(def_name) {
-            out.insert(name.to_owned());
-        }
+    if in_intersection && let Some(name) = obj.get("$ref").and_then(Value::as_str).and_then(def_name) {
+        out.insert(name.to_owned());
     }
     if let Some(Value::Array(branches)) = obj.get("allOf") {
         for b in branches {
