@@ -1,0 +1,356 @@
+//! Protocol revision 2025-11-25: `initialize`, `params.task`, the nested `CreateTaskResult`,
+//! blocking `tasks/result`, `tasks/list`, status notifications and `elicitation/create` requests.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use taskdeck_protocol::legacy::tasks::Task;
+use taskdeck_protocol::types::{Implementation, TaskSupport, Tool, ToolExecution};
+use taskdeck_protocol::{Era, ErrorObject, Message, Request, RequestId, Response, TaskStatus, codes, meta, methods};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::server::{Server, internal, invalid_params, response_key};
+use crate::store::{NewTask, TaskRow};
+use crate::tools::{self, ToolSpec};
+use crate::work::{self, Run};
+
+pub async fn handle_request(server: &Arc<Server>, req: Request) {
+    let id = req.id.clone();
+    let params = req.params.as_ref();
+    let result = match req.method.as_str() {
+        methods::INITIALIZE => initialize(server, params),
+        methods::PING => Ok(json!({})),
+        methods::TOOLS_LIST => Ok(json!({"tools": tools::TOOLS.iter().map(tool_entry).collect::<Vec<_>>()})),
+        methods::TOOLS_CALL => return tools_call(server, id, params).await,
+        methods::TASKS_GET => task_id(params).and_then(|t| server.lookup(t, Era::Legacy)).map(|row| task_json(&row)),
+        methods::TASKS_RESULT => match task_id(params) {
+            Ok(t) => {
+                tokio::spawn(wait_for_result(server.clone(), id, t.to_owned()));
+                return;
+            }
+            Err(e) => Err(e),
+        },
+        methods::TASKS_LIST => list(server, params),
+        methods::TASKS_CANCEL => return cancel(server, id, params).await,
+        other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+    };
+    server.respond(id, result).await;
+}
+
+fn initialize(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let params = params.ok_or_else(|| invalid_params("initialize needs params"))?;
+    let caps = params.get("capabilities").unwrap_or(&Value::Null);
+    if !caps.is_object() {
+        return Err(invalid_params("params.capabilities: must be an object"));
+    }
+    let version = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+    if version != taskdeck_protocol::legacy::PROTOCOL_VERSION {
+        tracing::info!(requested = version, "client asked for another revision; offering 2025-11-25");
+    }
+    server.conn().legacy_elicitation = caps.get("elicitation").is_some_and(Value::is_object);
+    Ok(json!({
+        "protocolVersion": taskdeck_protocol::legacy::PROTOCOL_VERSION,
+        "capabilities": {
+            "tools": {},
+            "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+        },
+        "serverInfo": Implementation::new(crate::server::SERVER_NAME, env!("CARGO_PKG_VERSION")),
+        "instructions": crate::INSTRUCTIONS,
+    }))
+}
+
+fn tool_entry(spec: &ToolSpec) -> Value {
+    let tool = Tool {
+        name: spec.name.into(),
+        title: Some(spec.title.into()),
+        description: Some(spec.description.into()),
+        input_schema: (spec.input_schema)(),
+        output_schema: None,
+        execution: Some(ToolExecution { task_support: Some(spec.task_support), extra: Map::new() }),
+        extra: Map::new(),
+    };
+    serde_json::to_value(tool).unwrap_or(Value::Null)
+}
+
+pub fn task_id(params: Option<&Value>) -> Result<&str, ErrorObject> {
+    match params.and_then(|p| p.get("taskId")) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(invalid_params("params.taskId: must be a string")),
+        None => Err(invalid_params("params.taskId: required")),
+    }
+}
+
+pub fn task_json(row: &TaskRow) -> Value {
+    let task = Task {
+        task_id: row.id.clone(),
+        status: row.status,
+        status_message: row.status_message.clone(),
+        created_at: row.created_at.clone(),
+        last_updated_at: row.updated_at.clone(),
+        ttl: Some(row.ttl_ms),
+        poll_interval: Some(row.poll_interval_ms),
+        extra: Map::new(),
+    };
+    serde_json::to_value(task).unwrap_or(Value::Null)
+}
+
+async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>) {
+    let call = match crate::server::parse_call(params) {
+        Ok(c) => c,
+        Err(e) => return server.respond(id, Err(e)).await,
+    };
+    let task = params.and_then(|p| p.get("task")).filter(|t| !t.is_null());
+    let token = taskdeck_protocol::meta::params_meta(params).and_then(|m| m.get(meta::PROGRESS_TOKEN)).cloned();
+    let name = call.spec.name;
+    match (call.spec.task_support, task) {
+        (TaskSupport::Forbidden, Some(_)) => {
+            let msg = format!("Tool {name} does not support task-augmented execution: call it without params.task");
+            server.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
+        }
+        (TaskSupport::Required, None) => {
+            let msg = format!("Tool {name} requires task-augmented execution: call it with params.task");
+            server.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
+        }
+        (_, Some(task)) => {
+            let ttl = match task.get("ttl") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_i64() {
+                    Some(ms) if ms > 0 => Some(ms),
+                    _ => {
+                        let e = invalid_params("params.task.ttl: must be a positive integer (milliseconds)");
+                        return server.respond(id, Err(e)).await;
+                    }
+                },
+            };
+            if !task.is_object() {
+                return server.respond(id, Err(invalid_params("params.task: must be an object"))).await;
+            }
+            let args = Value::Object(call.args);
+            let inserted = server.store().insert(NewTask {
+                tool: name,
+                arguments: &args,
+                era: Era::Legacy,
+                progress_token: token.as_ref(),
+                ttl_ms: server.ttl_for(ttl),
+                poll_interval_ms: server.cfg.poll_interval_ms,
+                client_elicitation: false,
+            });
+            let row = match inserted {
+                Ok(row) => row,
+                Err(e) => return server.respond(id, Err(internal(e))).await,
+            };
+            if let Some(token) = token {
+                server.conn().progress_tokens.insert(row.id.clone(), token);
+            }
+            tracing::info!(task = %row.id, tool = name, "legacy task created");
+            server.respond(id, Ok(json!({"task": task_json(&row)}))).await;
+            work::spawn(server, row);
+        }
+        (_, None) => {
+            // A plain call to an optional tool may still take a while: run it beside the reader.
+            let server = server.clone();
+            tokio::spawn(async move {
+                let run = Run::inline(&server, token);
+                let result = work::run_tool(&run, name, &call.args, None).await;
+                let result = result
+                    .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+                    .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the call was interrupted"));
+                server.respond(id, result).await;
+            });
+        }
+    }
+}
+
+fn list(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let after = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => {
+            let row = server.store().get(c).map_err(internal)?;
+            match row {
+                Some(row) if row.era == Era::Legacy => Some(row),
+                _ => return Err(invalid_params("params.cursor: unknown or expired cursor")),
+            }
+        }
+        Some(_) => return Err(invalid_params("params.cursor: must be a string")),
+    };
+    let size = server.cfg.list_page_size.max(1);
+    let (_, now) = crate::store::now();
+    let mut page = server.store().page(Era::Legacy, after.as_ref(), size + 1).map_err(internal)?;
+    let more = page.len() > size;
+    page.truncate(size);
+    let mut result = json!({
+        "tasks": page.iter().filter(|t| !t.expired(now)).map(task_json).collect::<Vec<_>>(),
+    });
+    if more {
+        if let Some(last) = page.last() {
+            // The cursor is the last task seen; pages are keyed on creation order, so tasks
+            // created or purged meanwhile never shift what comes next.
+            result["nextCursor"] = Value::from(last.id.clone());
+        }
+    }
+    Ok(result)
+}
+
+async fn cancel(server: &Arc<Server>, id: RequestId, params: Option<&Value>) {
+    let row = match task_id(params).and_then(|t| server.lookup(t, Era::Legacy)) {
+        Ok(row) => row,
+        Err(e) => return server.respond(id, Err(e)).await,
+    };
+    let cancelled = {
+        let store = server.store();
+        store.request_cancel(&row.id).and_then(|_| {
+            store.finish(&row.id, TaskStatus::Cancelled, Some("The task was cancelled by request."), None, None)
+        })
+    };
+    let result = match cancelled {
+        Ok(true) => server.lookup(&row.id, Era::Legacy).map(|row| task_json(&row)),
+        Ok(false) => {
+            let status = server.lookup(&row.id, Era::Legacy).map(|r| r.status).unwrap_or(row.status);
+            Err(invalid_params(format!("Cannot cancel task: already in terminal status '{status}'")))
+        }
+        Err(e) => Err(internal(e)),
+    };
+    let ok = result.is_ok();
+    server.respond(id, result).await;
+    if ok {
+        server.wake(&row.id);
+        server.changed(&row.id);
+    }
+}
+
+/// `tasks/result`: answers once the task is terminal. While it waits, an input_required task's
+/// question is (re)sent, which is how a client that reconnected after a restart gets it back.
+async fn wait_for_result(server: Arc<Server>, id: RequestId, task_id: String) {
+    let mut events = server.events.subscribe();
+    loop {
+        let row = match server.lookup(&task_id, Era::Legacy) {
+            Ok(row) => row,
+            Err(e) => return server.respond(id, Err(e)).await,
+        };
+        if row.status.is_terminal() {
+            return server.respond(id, payload(&row)).await;
+        }
+        if row.status == TaskStatus::InputRequired {
+            ensure_question(&server, &row).await;
+        }
+        loop {
+            match events.recv().await {
+                Ok(changed) if changed == task_id => break,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => break,
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// What the original tools/call would have returned.
+fn payload(row: &TaskRow) -> Result<Value, ErrorObject> {
+    let related = json!({ meta::RELATED_TASK: {"taskId": row.id} });
+    match (row.status, &row.result, &row.error) {
+        (TaskStatus::Cancelled, _, _) => {
+            Err(ErrorObject::new(codes::INTERNAL_ERROR, "no result stored: the task was cancelled before it finished")
+                .with_data(json!({"reason": "CANCELLED", "taskId": row.id})))
+        }
+        (_, Some(Value::Object(result)), _) => {
+            let mut result = result.clone();
+            result.insert("_meta".into(), related);
+            Ok(Value::Object(result))
+        }
+        (_, _, Some(error)) => Err(serde_json::from_value(error.clone())
+            .unwrap_or_else(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the task failed"))),
+        _ => Err(ErrorObject::new(codes::INTERNAL_ERROR, "no result stored")),
+    }
+}
+
+/// Sends the task's question unless one is already awaiting an answer on this connection.
+async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
+    let (Some(question), Some(key)) = (&row.question, &row.question_key) else { return };
+    if row.answer.is_some() {
+        return;
+    }
+    let request_id = {
+        let mut conn = server.conn();
+        if conn.era != Some(Era::Legacy) || conn.outstanding.values().any(|(t, _)| *t == row.id) {
+            return;
+        }
+        if conn.legacy_elicitation {
+            let request_id = format!("elicit-{}-{}", row.id, server.next_seq());
+            conn.outstanding.insert(request_id.clone(), (row.id.clone(), key.clone()));
+            Some(request_id)
+        } else {
+            None
+        }
+    };
+    let Some(request_id) = request_id else {
+        let text = "diagnosis needs a service, and this client cannot be asked for one (it did not declare the \
+                    elicitation capability): call the tool again with the missing argument";
+        let result = serde_json::to_value(taskdeck_protocol::types::CallToolResult::error_text(text)).ok();
+        let finished = server.store().finish(&row.id, TaskStatus::Failed, Some(text), result.as_ref(), None);
+        if matches!(finished, Ok(true)) {
+            server.wake(&row.id);
+            server.changed(&row.id);
+        }
+        return;
+    };
+    let mut params = question.clone();
+    if let Some(obj) = params.as_object_mut() {
+        obj.insert("_meta".into(), json!({ meta::RELATED_TASK: {"taskId": row.id} }));
+    }
+    tracing::info!(task = %row.id, request = %request_id, "asking the client");
+    server.send(Message::request(request_id.as_str(), methods::ELICITATION_CREATE, params)).await;
+}
+
+/// The client's answer to one of our `elicitation/create` requests.
+pub async fn handle_response(server: &Arc<Server>, resp: Response) {
+    let Some(key) = response_key(&resp) else { return };
+    let Some((task_id, question_key)) = server.conn().outstanding.remove(&key) else {
+        tracing::debug!(id = %key, "response to no outstanding request ignored");
+        return;
+    };
+    match resp {
+        Response::Result { mut result, .. } => {
+            if let Some(obj) = result.as_object_mut() {
+                obj.remove("_meta");
+            }
+            match server.store().answer(&task_id, &question_key, &result) {
+                Ok(true) => {}
+                Ok(false) => return tracing::debug!(task = %task_id, "answer to a question no longer open"),
+                Err(e) => return tracing::error!(task = %task_id, "{e}"),
+            }
+            server.wake(&task_id);
+            server.changed(&task_id);
+        }
+        Response::Error { error, .. } => {
+            // The question stays open: the next tasks/result asks again.
+            tracing::warn!(task = %task_id, "client could not answer the question: {error}");
+        }
+    }
+}
+
+/// Sends `notifications/tasks/status` for every change of a legacy task, and puts a task's
+/// question to the client as soon as it needs one.
+pub async fn status_listener(server: Arc<Server>) {
+    let mut events = server.events.subscribe();
+    loop {
+        let task_id = match events.recv().await {
+            Ok(id) => id,
+            Err(RecvError::Lagged(n)) => {
+                tracing::debug!("status listener skipped {n} events");
+                continue;
+            }
+            Err(RecvError::Closed) => return,
+        };
+        if server.conn().era != Some(Era::Legacy) {
+            continue;
+        }
+        let row = match server.store().get(&task_id) {
+            Ok(Some(row)) if row.era == Era::Legacy => row,
+            _ => continue,
+        };
+        server.send(Message::notification(methods::TASKS_STATUS, Some(task_json(&row)))).await;
+        if row.status == TaskStatus::InputRequired {
+            ensure_question(&server, &row).await;
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Protocol revision 2026-07-28 with the `io.modelcontextprotocol/tasks` extension: no handshake,
+//! capabilities on every request, flat task handles, polling through `tasks/get`, answers through
+//! `tasks/update`.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use taskdeck_protocol::modern::request_meta::RequestEnvelope;
+use taskdeck_protocol::modern::result_type;
+use taskdeck_protocol::modern::tasks::{DetailedTask, InputRequest, Task};
+use taskdeck_protocol::types::{TaskSupport, Tool};
+use taskdeck_protocol::{Era, ErrorObject, Request, RequestId, TaskStatus, codes, meta, methods};
+
+use crate::legacy::task_id;
+use crate::server::{Server, internal, invalid_params};
+use crate::store::{NewTask, TaskRow};
+use crate::tools::{self, ToolSpec};
+use crate::work::{self, Run};
+
+/// How long a client may cache discovery and the tool list: the catalogue is compiled in.
+const CACHE_TTL_MS: i64 = 3_600_000;
+
+pub async fn handle_request(server: &Arc<Server>, req: Request, envelope: RequestEnvelope) {
+    let id = req.id.clone();
+    let params = req.params.as_ref();
+    let needs_tasks = matches!(req.method.as_str(), methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL);
+    if needs_tasks && !envelope.declares_tasks() {
+        return server.respond(id, Err(missing_tasks_extension())).await;
+    }
+    let result = match req.method.as_str() {
+        methods::SERVER_DISCOVER => return discover(server, id).await,
+        methods::PING => Ok(json!({"resultType": result_type::COMPLETE})),
+        methods::TOOLS_LIST => Ok(json!({
+            "tools": tools::TOOLS.iter().map(tool_entry).collect::<Vec<_>>(),
+            "cacheScope": "public",
+            "ttlMs": CACHE_TTL_MS,
+            "resultType": result_type::COMPLETE,
+        })),
+        methods::TOOLS_CALL => return tools_call(server, id, params, &envelope).await,
+        methods::TASKS_GET => task_id(params).and_then(|t| server.lookup(t, Era::Modern)).map(|r| detailed(server, &r)),
+        methods::TASKS_UPDATE => update(server, params),
+        methods::TASKS_CANCEL => cancel(server, params),
+        methods::INITIALIZE => Err(ErrorObject::new(
+            codes::INVALID_REQUEST,
+            "this connection already speaks 2026-07-28 (requests carry their protocol version in _meta)",
+        )),
+        other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
+    };
+    server.respond(id, result).await;
+}
+
+fn missing_tasks_extension() -> ErrorObject {
+    ErrorObject::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
+        .with_data(json!({"requiredCapabilities": {"extensions": { meta::TASKS_EXTENSION: {} }}}))
+}
+
+pub async fn discover(server: &Server, id: RequestId) {
+    let result = json!({
+        "supportedVersions": [taskdeck_protocol::modern::PROTOCOL_VERSION],
+        "capabilities": {
+            "tools": {},
+            "extensions": { meta::TASKS_EXTENSION: {} },
+        },
+        "instructions": crate::INSTRUCTIONS,
+        "cacheScope": "public",
+        "ttlMs": CACHE_TTL_MS,
+        "resultType": result_type::COMPLETE,
+    });
+    server.respond(id, Ok(result)).await;
+}
+
+fn tool_entry(spec: &ToolSpec) -> Value {
+    // The extension has no per-tool task annotation: the server decides per call.
+    let tool = Tool {
+        name: spec.name.into(),
+        title: Some(spec.title.into()),
+        description: Some(spec.description.into()),
+        input_schema: (spec.input_schema)(),
+        output_schema: None,
+        execution: None,
+        extra: Map::new(),
+    };
+    serde_json::to_value(tool).unwrap_or(Value::Null)
+}
+
+fn task_fields(row: &TaskRow) -> Task {
+    Task {
+        task_id: row.id.clone(),
+        status: row.status,
+        status_message: row.status_message.clone(),
+        created_at: row.created_at.clone(),
+        last_updated_at: row.updated_at.clone(),
+        ttl_ms: Some(row.ttl_ms),
+        poll_interval_ms: Some(row.poll_interval_ms),
+    }
+}
+
+fn with_result_type(mut v: Value, kind: &str) -> Value {
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("resultType".into(), Value::from(kind));
+    }
+    v
+}
+
+async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>, envelope: &RequestEnvelope) {
+    let call = match crate::server::parse_call(params) {
+        Ok(c) => c,
+        Err(e) => return server.respond(id, Err(e)).await,
+    };
+    let name = call.spec.name;
+    let as_task = match call.spec.task_support {
+        TaskSupport::Forbidden => false,
+        TaskSupport::Optional => envelope.declares_tasks(),
+        TaskSupport::Required if envelope.declares_tasks() => true,
+        TaskSupport::Required => return server.respond(id, Err(missing_tasks_extension())).await,
+    };
+    if !as_task {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let run = Run::inline(&server, None);
+            let result = work::run_tool(&run, name, &call.args, None).await;
+            let result = result
+                .map(|r| with_result_type(serde_json::to_value(r).unwrap_or(Value::Null), result_type::COMPLETE))
+                .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the call was interrupted"));
+            server.respond(id, result).await;
+        });
+        return;
+    }
+    let args = Value::Object(call.args);
+    let inserted = server.store().insert(NewTask {
+        tool: name,
+        arguments: &args,
+        era: Era::Modern,
+        progress_token: None,
+        // The extension ignores `params.task`, so there is no requested TTL in this era.
+        ttl_ms: server.ttl_for(None),
+        poll_interval_ms: server.cfg.poll_interval_ms,
+        client_elicitation: envelope.declares_elicitation(),
+    });
+    let row = match inserted {
+        Ok(row) => row,
+        Err(e) => return server.respond(id, Err(internal(e))).await,
+    };
+    tracing::info!(task = %row.id, tool = name, "modern task created");
+    let handle = with_result_type(serde_json::to_value(task_fields(&row)).unwrap_or(Value::Null), result_type::TASK);
+    server.respond(id, Ok(handle)).await;
+    work::spawn(server, row);
+}
+
+/// `tasks/get`: the task plus whatever its status carries.
+fn detailed(server: &Server, row: &TaskRow) -> Value {
+    let mut d = DetailedTask {
+        task: task_fields(row),
+        input_requests: None,
+        result: None,
+        error: None,
+        result_type: Some(result_type::COMPLETE.into()),
+        meta: None,
+        extra: Map::new(),
+    };
+    match row.status {
+        TaskStatus::InputRequired => {
+            let mut requests = Map::new();
+            if let (Some(key), Some(question), None) = (&row.question_key, &row.question, &row.answer) {
+                let req = InputRequest { method: methods::ELICITATION_CREATE.into(), params: question.clone() };
+                requests.insert(key.clone(), serde_json::to_value(req).unwrap_or(Value::Null));
+            }
+            d.input_requests = Some(requests);
+        }
+        TaskStatus::Completed => {
+            let result = row.result.clone().unwrap_or_else(|| json!({"content": []}));
+            d.result = Some(with_result_type(result, result_type::COMPLETE));
+        }
+        TaskStatus::Failed => {
+            d.error = Some(
+                row.error
+                    .clone()
+                    .and_then(|e| serde_json::from_value(e).ok())
+                    .unwrap_or_else(|| ErrorObject::new(codes::INTERNAL_ERROR, "the task failed")),
+            );
+        }
+        TaskStatus::Working | TaskStatus::Cancelled => {}
+    }
+    if !row.status.is_terminal() {
+        if let Some(p) = server.progress_of(&row.id) {
+            let mut m = Map::new();
+            m.insert(meta::TASK_PROGRESS.into(), serde_json::to_value(p).unwrap_or(Value::Null));
+            d.meta = Some(m);
+        }
+    }
+    serde_json::to_value(d).unwrap_or(Value::Null)
+}
+
+fn ack() -> Value {
+    json!({"resultType": result_type::COMPLETE})
+}
+
+fn update(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let row = server.lookup(task_id(params)?, Era::Modern)?;
+    let responses = match params.and_then(|p| p.get("inputResponses")) {
+        Some(Value::Object(r)) => r,
+        Some(_) => return Err(invalid_params("params.inputResponses: must be an object")),
+        None => return Err(invalid_params("params.inputResponses: required")),
+    };
+    let Some(key) = row.question_key.as_deref() else { return Ok(ack()) };
+    // Keys that are not outstanding (stale, repeated or made up) are ignored, as the extension asks.
+    let Some(answer) = responses.get(key) else { return Ok(ack()) };
+    if serde_json::from_value::<taskdeck_protocol::elicitation::ElicitResult>(answer.clone()).is_err() {
+        return Err(invalid_params(format!(
+            "params.inputResponses.{key}: must be an elicitation result ({{action, content?}})"
+        )));
+    }
+    if server.store().answer(&row.id, key, answer).map_err(internal)? {
+        server.wake(&row.id);
+        server.changed(&row.id);
+    }
+    Ok(ack())
+}
+
+fn cancel(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let row = server.lookup(task_id(params)?, Era::Modern)?;
+    // Cooperative: the worker moves the task to cancelled at its next step.
+    if server.store().request_cancel(&row.id).map_err(internal)? {
+        server.wake(&row.id);
+    }
+    Ok(ack())
+}
