@@ -181,12 +181,10 @@ fn list(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let mut result = json!({
         "tasks": page.iter().filter(|t| !t.expired(now)).map(task_json).collect::<Vec<_>>(),
     });
-    if more {
-        if let Some(last) = page.last() {
-            // The cursor is the last task seen; pages are keyed on creation order, so tasks
-            // created or purged meanwhile never shift what comes next.
-            result["nextCursor"] = Value::from(last.id.clone());
-        }
+    if more && let Some(last) = page.last() {
+        // The cursor is the last task seen; pages are keyed on creation order, so tasks
+        // created or purged meanwhile never shift what comes next.
+        result["nextCursor"] = Value::from(last.id.clone());
     }
     Ok(result)
 }

@@ -181,12 +181,12 @@ fn detailed(server: &Server, row: &TaskRow) -> Value {
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
-    if !row.status.is_terminal() {
-        if let Some(p) = server.progress_of(&row.id) {
-            let mut m = Map::new();
-            m.insert(meta::TASK_PROGRESS.into(), serde_json::to_value(p).unwrap_or(Value::Null));
-            d.meta = Some(m);
-        }
+    if !row.status.is_terminal()
+        && let Some(p) = server.progress_of(&row.id)
+    {
+        let mut m = Map::new();
+        m.insert(meta::TASK_PROGRESS.into(), serde_json::to_value(p).unwrap_or(Value::Null));
+        d.meta = Some(m);
     }
     serde_json::to_value(d).unwrap_or(Value::Null)
 }

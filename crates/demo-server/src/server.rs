@@ -303,13 +303,16 @@ async fn handle_frame(server: &Arc<Server>, frame: Result<String, FrameError>) {
 
 async fn handle_request(server: &Arc<Server>, req: Request) {
     let envelope = RequestEnvelope::read(req.params.as_ref());
-    if let Some(version) = envelope.protocol_version.as_deref() {
-        if server.conn().era != Some(Era::Legacy) && version != taskdeck_protocol::modern::PROTOCOL_VERSION {
-            let err = ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-                .with_data(json!({"supported": [taskdeck_protocol::modern::PROTOCOL_VERSION], "requested": version}));
-            server.respond(req.id, Err(err)).await;
-            return;
-        }
+    let legacy_session = server.conn().era == Some(Era::Legacy);
+    // A legacy session ignores modern `_meta`: the era was settled by how the client opened.
+    if let Some(version) = envelope.protocol_version.as_deref()
+        && !legacy_session
+        && version != taskdeck_protocol::modern::PROTOCOL_VERSION
+    {
+        let err = ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+            .with_data(json!({"supported": [taskdeck_protocol::modern::PROTOCOL_VERSION], "requested": version}));
+        server.respond(req.id, Err(err)).await;
+        return;
     }
     let era = {
         let mut conn = server.conn();

@@ -50,8 +50,7 @@ pub const TOOLS: [ToolSpec; 5] = [
                     "seconds": {"type": "number", "minimum": 0, "maximum": MAX_REPORT_SECONDS, "default": 8,
                         "description": "How long the whole report should take, in seconds."}
                 },
-                "required": ["topic"],
-                "additionalProperties": false
+                "required": ["topic"]
             })
         },
     },
@@ -67,8 +66,7 @@ pub const TOOLS: [ToolSpec; 5] = [
                 "properties": {
                     "service": {"type": "string", "enum": SERVICES.map(|s| s.0),
                         "description": "The affected service; leave out to be asked."}
-                },
-                "additionalProperties": false
+                }
             })
         },
     },
@@ -84,8 +82,7 @@ pub const TOOLS: [ToolSpec; 5] = [
                     "query": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT,
                         "description": "Words to look for (case-insensitive)."}
                 },
-                "required": ["query"],
-                "additionalProperties": false
+                "required": ["query"]
             })
         },
     },
@@ -101,8 +98,7 @@ pub const TOOLS: [ToolSpec; 5] = [
                 "properties": {
                     "fail_at": {"type": "integer", "minimum": 0, "maximum": 100, "default": 60,
                         "description": "The percentage at which the export fails."}
-                },
-                "additionalProperties": false
+                }
             })
         },
     },
@@ -120,8 +116,7 @@ pub const TOOLS: [ToolSpec; 5] = [
                     "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_COUNT_DELAY_MS,
                         "description": "Wait per step, in milliseconds."}
                 },
-                "required": ["n", "delay_ms"],
-                "additionalProperties": false
+                "required": ["n", "delay_ms"]
             })
         },
     },
@@ -150,10 +145,10 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
             number(args, "seconds", false, 0.0, MAX_REPORT_SECONDS)?;
         }
         DIAGNOSE_INCIDENT => {
-            if let Some(s) = text(args, "service", false)? {
-                if service_title(s).is_none() {
-                    return Err(format!("arguments.service: unknown service {s:?} (expected {})", service_list()));
-                }
+            if let Some(s) = text(args, "service", false)?
+                && service_title(s).is_none()
+            {
+                return Err(format!("arguments.service: unknown service {s:?} (expected {})", service_list()));
             }
         }
         NOTES_SEARCH => {

@@ -270,10 +270,10 @@ async fn obtain_answer(run: &Run, row: Option<&TaskRow>) -> Result<Answer, Stop>
         run.server.changed(&t.id);
     }
     loop {
-        if let Some(row) = run.check()? {
-            if let Some(answer) = row.answer {
-                return Ok(parse_answer(answer));
-            }
+        if let Some(row) = run.check()?
+            && let Some(answer) = row.answer
+        {
+            return Ok(parse_answer(answer));
         }
         t.waker.notified().await;
     }
