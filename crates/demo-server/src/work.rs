@@ -356,7 +356,7 @@ async fn count(run: &Run, args: &Map<String, Value>, start: i64) -> Result<CallT
     let n = args.get("n").and_then(Value::as_i64).unwrap_or(0).max(0);
     let delay = Duration::from_millis(args.get("delay_ms").and_then(Value::as_u64).unwrap_or(0));
     let start = start.clamp(0, n);
-    run.checkpoint(start, "Counting", true)?;
+    run.checkpoint(start, &format!("Counting ({start}/{n})"), true)?;
     let mut saved = Instant::now();
     for i in start + 1..=n {
         run.pause(delay).await?;
