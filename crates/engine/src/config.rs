@@ -1,0 +1,232 @@
+//! Where Taskdeck keeps things, and which servers it runs: the `mcpServers` JSON format people
+//! already use, with the bundled demo server as the embedded default when no config exists.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use taskdeck_client::ServerSpec;
+
+/// The file name and data layout every front end shares.
+pub const CONFIG_ENV: &str = "TASKDECK_CONFIG";
+pub const DATA_DIR_ENV: &str = "TASKDECK_DATA_DIR";
+pub const DEMO_SERVER_NAME: &str = "demo";
+pub const DEMO_SERVER_BIN: &str = "taskdeck-demo-server";
+pub const STORE_FILE: &str = "taskdeck.sqlite3";
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("{file}: cannot read the config: {reason}")]
+    Read { file: PathBuf, reason: String },
+    #[error("{file}: not valid JSON: {reason}")]
+    Json { file: PathBuf, reason: String },
+    #[error("{file}: {field}: {reason}")]
+    Field { file: PathBuf, field: String, reason: String },
+    #[error("no home directory: set {0}, XDG_DATA_HOME/XDG_CONFIG_HOME or HOME")]
+    NoHome(&'static str),
+}
+
+/// The config and data locations a front end was started with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paths {
+    pub config: PathBuf,
+    pub data_dir: PathBuf,
+}
+
+impl Paths {
+    /// Resolves `--config`/`--data-dir`, then `TASKDECK_CONFIG`/`TASKDECK_DATA_DIR`, then the XDG
+    /// defaults (`$XDG_CONFIG_HOME/taskdeck/servers.json`, `$XDG_DATA_HOME/taskdeck`).
+    pub fn resolve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<Paths, ConfigError> {
+        let env_path = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let home = env_path("HOME");
+        let config = match config.or_else(|| env_path(CONFIG_ENV)) {
+            Some(c) => c,
+            None => env_path("XDG_CONFIG_HOME")
+                .or_else(|| home.as_ref().map(|h| h.join(".config")))
+                .ok_or(ConfigError::NoHome(CONFIG_ENV))?
+                .join("taskdeck/servers.json"),
+        };
+        let data_dir = match data_dir.or_else(|| env_path(DATA_DIR_ENV)) {
+            Some(d) => d,
+            None => env_path("XDG_DATA_HOME")
+                .or_else(|| home.as_ref().map(|h| h.join(".local/share")))
+                .ok_or(ConfigError::NoHome(DATA_DIR_ENV))?
+                .join("taskdeck"),
+        };
+        Ok(Paths { config, data_dir })
+    }
+
+    pub fn store_file(&self) -> PathBuf {
+        self.data_dir.join(STORE_FILE)
+    }
+}
+
+/// The servers to run, in config order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub servers: Vec<ServerSpec>,
+    /// Where they came from: the file, or `None` for the embedded default.
+    pub source: Option<PathBuf>,
+}
+
+impl Config {
+    /// Loads the config file; a missing file means the embedded default (the demo server).
+    pub fn load(paths: &Paths) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(&paths.config) {
+            Ok(text) => Self::parse(&paths.config, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::embedded_default(&paths.data_dir)),
+            Err(e) => Err(ConfigError::Read { file: paths.config.clone(), reason: e.to_string() }),
+        }
+    }
+
+    /// The first-launch default: one server, the bundled demo task server, keeping its state inside
+    /// Taskdeck's data directory.
+    pub fn embedded_default(data_dir: &Path) -> Config {
+        Config {
+            servers: vec![ServerSpec {
+                name: DEMO_SERVER_NAME.into(),
+                command: demo_server_command().display().to_string(),
+                args: vec!["--state".into(), data_dir.join("demo-server").display().to_string()],
+                env: BTreeMap::new(),
+                cwd: None,
+            }],
+            source: None,
+        }
+    }
+
+    pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
+        let field_err = |field: String, reason: &str| ConfigError::Field {
+            file: file.to_owned(),
+            field,
+            reason: reason.to_owned(),
+        };
+        let root: Value = serde_json::from_str(text)
+            .map_err(|e| ConfigError::Json { file: file.to_owned(), reason: e.to_string() })?;
+        let servers = root
+            .get("mcpServers")
+            .ok_or_else(|| field_err("mcpServers".into(), "missing: the file must have an \"mcpServers\" object"))?
+            .as_object()
+            .ok_or_else(|| field_err("mcpServers".into(), "must be an object of servers by name"))?;
+        let mut out = Vec::new();
+        for (name, entry) in servers {
+            let at = |f: &str| format!("mcpServers.{name}.{f}");
+            if name.trim().is_empty() {
+                return Err(field_err("mcpServers".into(), "a server name must not be empty"));
+            }
+            let entry =
+                entry.as_object().ok_or_else(|| field_err(format!("mcpServers.{name}"), "must be an object"))?;
+            if entry.get("command").is_none() && (entry.contains_key("url") || entry.contains_key("type")) {
+                return Err(field_err(
+                    format!("mcpServers.{name}"),
+                    "only stdio servers (with \"command\") are supported; remote servers (\"url\") are not",
+                ));
+            }
+            let command = match entry.get("command") {
+                Some(Value::String(c)) if !c.trim().is_empty() => c.clone(),
+                Some(Value::String(_)) => return Err(field_err(at("command"), "must not be empty")),
+                Some(_) => return Err(field_err(at("command"), "must be a string")),
+                None => return Err(field_err(at("command"), "missing")),
+            };
+            let args = match entry.get("args") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        v.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| field_err(format!("{}[{i}]", at("args")), "must be a string"))
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(field_err(at("args"), "must be an array of strings")),
+            };
+            let env = match entry.get("env") {
+                None | Some(Value::Null) => BTreeMap::new(),
+                Some(Value::Object(m)) => m
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => Ok((k.clone(), s.clone())),
+                        Value::Number(n) => Ok((k.clone(), n.to_string())),
+                        Value::Bool(b) => Ok((k.clone(), b.to_string())),
+                        _ => Err(field_err(format!("{}.{k}", at("env")), "must be a string")),
+                    })
+                    .collect::<Result<_, _>>()?,
+                Some(_) => return Err(field_err(at("env"), "must be an object of strings")),
+            };
+            let cwd = match entry.get("cwd") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(c)) => {
+                    let p = PathBuf::from(c);
+                    // Relative working directories are taken relative to the config file.
+                    Some(if p.is_relative() { file.parent().unwrap_or(Path::new(".")).join(p) } else { p })
+                }
+                Some(_) => return Err(field_err(at("cwd"), "must be a string")),
+            };
+            out.push(ServerSpec { name: name.clone(), command, args, env, cwd });
+        }
+        Ok(Config { servers: out, source: Some(file.to_owned()) })
+    }
+
+    pub fn server(&self, name: &str) -> Option<&ServerSpec> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// The demo server ships beside the Taskdeck binaries (in `target/<profile>/` during development,
+/// in `/usr/bin` when installed); falls back to `PATH`.
+pub fn demo_server_command() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?;
+            // Test binaries live one level deeper, in target/<profile>/deps.
+            [dir.join(DEMO_SERVER_BIN), dir.parent()?.join(DEMO_SERVER_BIN)].into_iter().find(|p| p.exists())
+        })
+        .unwrap_or_else(|| PathBuf::from(DEMO_SERVER_BIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(Path::new("/etc/x/servers.json"), text)
+    }
+
+    #[test]
+    fn reads_the_mcp_servers_format() {
+        let c = parse(
+            r#"{"mcpServers": {"files": {"command": "npx", "args": ["-y", "server"], "env": {"K": "v", "N": 3}, "cwd": "sub"}}}"#,
+        )
+        .unwrap();
+        let s = &c.servers[0];
+        assert_eq!((s.name.as_str(), s.command.as_str()), ("files", "npx"));
+        assert_eq!(s.args, vec!["-y", "server"]);
+        assert_eq!(s.env.get("N").map(String::as_str), Some("3"));
+        assert_eq!(s.cwd.as_deref(), Some(Path::new("/etc/x/sub")));
+    }
+
+    #[test]
+    fn errors_name_the_file_the_server_and_the_field() {
+        let e = parse(r#"{"mcpServers": {"files": {"command": "x", "args": ["a", 2]}}}"#).unwrap_err();
+        assert_eq!(e.to_string(), "/etc/x/servers.json: mcpServers.files.args[1]: must be a string");
+        let e = parse(r#"{"mcpServers": {"files": {"args": []}}}"#).unwrap_err();
+        assert_eq!(e.to_string(), "/etc/x/servers.json: mcpServers.files.command: missing");
+        let e = parse(r#"{"servers": {}}"#).unwrap_err();
+        assert!(e.to_string().contains("mcpServers: missing"), "{e}");
+        let e = parse(r#"{"mcpServers": {"web": {"url": "https://x"}}}"#).unwrap_err();
+        assert!(e.to_string().contains("only stdio servers"), "{e}");
+        assert!(matches!(parse("{oops"), Err(ConfigError::Json { .. })));
+    }
+
+    #[test]
+    fn no_config_file_means_the_demo_server() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = Paths { config: dir.path().join("none.json"), data_dir: dir.path().join("data") };
+        let c = Config::load(&paths).unwrap();
+        assert_eq!(c.source, None);
+        assert_eq!(c.servers.len(), 1);
+        assert_eq!(c.servers[0].name, "demo");
+        assert!(c.servers[0].args.contains(&dir.path().join("data/demo-server").display().to_string()));
+    }
+}

@@ -1,0 +1,638 @@
+//! The engine: owns the store and the server sessions, starts tasks, routes what servers say to
+//! each task's driver, and publishes every change. Front ends (the CLI, the desktop app) call it
+//! and subscribe to its events; they never hold the truth themselves.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use taskdeck_client::{Question, QuestionKey, SessionEvent, SessionOptions};
+use taskdeck_protocol::elicitation::{ElicitMode, ElicitResult};
+use taskdeck_protocol::types::{TaskSupport, Tool};
+use taskdeck_protocol::{Era, TaskStatus};
+use taskdeck_store::{
+    Answer, Attempt, ListFilter, Mode, NewTask, Progress, Question as StoredQuestion, Store, StoreError, TaskEvent,
+    TaskRecord, Update,
+};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::config::{Config, Paths};
+use crate::driver::{self, DriverMsg};
+use crate::error::{EngineError, Result};
+use crate::lock::DataDirLock;
+use crate::supervisor::{LogLine, Router, Server, ServerStatus};
+use crate::validate;
+
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    pub session: SessionOptions,
+    /// How long a command waits for a server to come up.
+    pub server_wait: Duration,
+    /// Bounds on the server's `pollInterval` (real servers ask for 250 ms to 5 s).
+    pub min_poll: Duration,
+    pub max_poll: Duration,
+    /// Progress is written at most this often per task; status changes are written at once.
+    pub progress_flush: Duration,
+    /// How long `answer` waits for a legacy server to ask its question again after a restart.
+    pub question_wait: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            session: SessionOptions::default(),
+            server_wait: Duration::from_secs(60),
+            min_poll: Duration::from_millis(250),
+            max_poll: Duration::from_secs(5),
+            progress_flush: Duration::from_millis(100),
+            question_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Everything the engine publishes. Lagging subscribers should re-read the store.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EngineEvent {
+    Task {
+        task: Box<TaskRecord>,
+    },
+    Server {
+        server: ServerStatus,
+    },
+    ServerLog {
+        server: String,
+        line: LogLine,
+    },
+    /// The server's tools changed; re-list them.
+    ToolsChanged {
+        server: String,
+    },
+}
+
+/// A tool as a front end shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    /// `forbidden`, `optional` or `required` (legacy), or `null` where the server decides per call.
+    pub task_support: Option<TaskSupport>,
+    pub input_schema: Value,
+}
+
+/// The user's answer to a pending question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerInput {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub store: Store,
+    pub config: Config,
+    pub paths: Paths,
+    pub opts: EngineOptions,
+    pub servers: HashMap<String, Arc<Server>>,
+    events: broadcast::Sender<EngineEvent>,
+    pub live: Mutex<Live>,
+    _lock: DataDirLock,
+}
+
+/// What only this process knows: which driver follows which task, and which questions can be
+/// answered on the sessions that are open now.
+#[derive(Default)]
+pub(crate) struct Live {
+    pub remote: HashMap<(String, String), String>,
+    pub drivers: HashMap<String, mpsc::UnboundedSender<DriverMsg>>,
+    /// Local ids of plain calls in flight, per server: where a question without a task id belongs.
+    pub plain_calls: HashMap<String, Vec<String>>,
+    pub progress: HashMap<String, Progress>,
+    pub questions: HashMap<String, LiveQuestion>,
+    /// Questions naming a task whose handle this process has not registered yet.
+    pub orphans: Vec<(String, Question)>,
+    /// Tasks whose driver stopped without an end, and why (the server is unavailable).
+    pub stalled: HashMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LiveQuestion {
+    pub key: QuestionKey,
+    pub pid: Option<u32>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+const MAX_ORPHANS: usize = 64;
+
+impl Engine {
+    /// Takes the data directory's lock, opens the store and reads the config. Servers start on
+    /// first use; call [`Engine::resume`] to pick up the tasks a previous run left.
+    pub async fn open(paths: Paths, opts: EngineOptions) -> Result<Engine> {
+        let lock = DataDirLock::acquire(&paths.data_dir)?;
+        let config = Config::load(&paths)?;
+        let store_path = paths.store_file();
+        let store = tokio::task::spawn_blocking(move || Store::open(store_path))
+            .await
+            .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
+        let (events, _) = broadcast::channel(4096);
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let router: Arc<dyn Router> = Arc::new(EngineRouter(weak.clone()));
+            let servers = config
+                .servers
+                .iter()
+                .map(|spec| (spec.name.clone(), Server::new(spec.clone(), opts.session.clone(), router.clone())))
+                .collect();
+            Inner { store, config, paths, opts, servers, events, live: Mutex::new(Live::default()), _lock: lock }
+        });
+        tokio::spawn(flush_progress(Arc::downgrade(&inner)));
+        Ok(Engine { inner })
+    }
+
+    pub fn paths(&self) -> &Paths {
+        &self.inner.paths
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.inner.events.subscribe()
+    }
+
+    fn server(&self, name: &str) -> Result<&Arc<Server>> {
+        self.inner.servers.get(name).ok_or_else(|| EngineError::UnknownServer {
+            name: name.into(),
+            known: self.inner.config.servers.iter().map(|s| s.name.clone()).collect(),
+        })
+    }
+
+    /// Every configured server, in config order.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.inner.config.servers.iter().filter_map(|s| self.inner.servers.get(&s.name)).map(|s| s.status()).collect()
+    }
+
+    /// Starts every configured server and waits (up to `server_wait`) for each to connect or fail.
+    pub async fn start_servers(&self) -> Vec<ServerStatus> {
+        for s in self.inner.servers.values() {
+            s.ensure_running();
+        }
+        for s in self.inner.servers.values() {
+            let _ = s.session(self.inner.opts.server_wait).await;
+        }
+        self.servers()
+    }
+
+    pub fn restart_server(&self, name: &str) -> Result<()> {
+        self.server(name)?.restart();
+        Ok(())
+    }
+
+    pub fn server_log(&self, name: &str) -> Result<Vec<LogLine>> {
+        Ok(self.server(name)?.log())
+    }
+
+    pub async fn tools(&self, server: &str) -> Result<Vec<ToolInfo>> {
+        let session = self.server(server)?.session(self.inner.opts.server_wait).await?;
+        let era = session.era();
+        Ok(session.list_tools().await?.into_iter().map(|t| tool_info(t, era)).collect())
+    }
+
+    /// Starts a tool: checks the arguments against its schema, writes the task, and only then
+    /// sends anything. Returns the task as stored; its driver takes it from there.
+    pub async fn run(&self, server: &str, tool: &str, arguments: Value) -> Result<TaskRecord> {
+        let session = self.server(server)?.session(self.inner.opts.server_wait).await?;
+        let t = session.tool(tool).await?;
+        validate::check(&t.input_schema, &arguments).map_err(|(path, message)| EngineError::InvalidArguments {
+            tool: tool.into(),
+            path,
+            message,
+        })?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let mode = if session.will_run_as_task(&t) { Mode::Task } else { Mode::Call };
+        let record = self.inner.store.create_task(NewTask {
+            server: server.into(),
+            tool: tool.into(),
+            arguments,
+            idempotency_key: id.clone(),
+            mode,
+        })?;
+        self.inner.publish_task(&record);
+        self.ensure_driver(&record.id);
+        Ok(record)
+    }
+
+    pub fn get(&self, id_or_prefix: &str) -> Result<TaskRecord> {
+        Ok(self.inner.store.resolve_prefix(id_or_prefix)?)
+    }
+
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<TaskRecord>> {
+        Ok(self.inner.store.list(filter)?)
+    }
+
+    pub fn events(&self, id: &str) -> Result<Vec<TaskEvent>> {
+        Ok(self.inner.store.events(id)?)
+    }
+
+    /// Picks up every task a previous run left unfinished: tasks running on a server are
+    /// re-attached (questions come back with their forms); a plain call or a task the server never
+    /// confirmed cannot be continued and is failed, saying so. Returns the non-terminal tasks.
+    pub async fn resume(&self) -> Result<Vec<TaskRecord>> {
+        let mut out = Vec::new();
+        for rec in self.inner.store.non_terminal()? {
+            if lock(&self.inner.live).drivers.contains_key(&rec.id) {
+                out.push(rec);
+                continue;
+            }
+            let interrupted = match (rec.mode, &rec.remote_task_id) {
+                (Mode::Call, _) => Some("Taskdeck stopped while the call was running; the server's answer was lost"),
+                (Mode::Task, None) => Some("Taskdeck stopped before the server confirmed the task"),
+                (Mode::Task, Some(_)) => None,
+            };
+            if let Some(message) = interrupted {
+                let error = taskdeck_store::TaskError {
+                    code: None,
+                    message: format!("{message}; run it again to retry"),
+                    reason: Some("INTERRUPTED".into()),
+                };
+                let r = self.inner.apply(&rec.id, Update::Failed { error, server_status: None })?;
+                out.push(r);
+                continue;
+            }
+            if !self.inner.servers.contains_key(&rec.server) {
+                let error = taskdeck_store::TaskError {
+                    code: None,
+                    message: format!("server {:?} is no longer in the config", rec.server),
+                    reason: Some("SERVER_REMOVED".into()),
+                };
+                out.push(self.inner.apply(&rec.id, Update::Failed { error, server_status: None })?);
+                continue;
+            }
+            self.inner.register_remote(&rec);
+            self.ensure_driver(&rec.id);
+            out.push(rec);
+        }
+        Ok(out)
+    }
+
+    /// Makes sure a driver follows the task (starting its server if needed).
+    pub fn ensure_driver(&self, id: &str) {
+        let mut live = lock(&self.inner.live);
+        if live.drivers.contains_key(id) {
+            return;
+        }
+        live.stalled.remove(id);
+        let (tx, rx) = mpsc::unbounded_channel();
+        live.drivers.insert(id.to_owned(), tx);
+        drop(live);
+        tokio::spawn(driver::drive(self.inner.clone(), id.to_owned(), rx));
+    }
+
+    /// Why a task is not being driven although it has not ended, if that is the case.
+    pub fn stalled(&self, id: &str) -> Option<String> {
+        let live = lock(&self.inner.live);
+        if live.drivers.contains_key(id) { None } else { live.stalled.get(id).cloned() }
+    }
+
+    /// Waits until `done` holds for the task, or its driver stops without an end (then returns the
+    /// record as it is; see [`Engine::stalled`]).
+    pub async fn wait(&self, id: &str, done: impl Fn(&TaskRecord) -> bool) -> Result<TaskRecord> {
+        let mut rx = self.subscribe();
+        loop {
+            let rec = self.inner.store.get(id)?;
+            if done(&rec) || rec.status.is_terminal() || self.stalled(id).is_some() {
+                return Ok(rec);
+            }
+            match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+                Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(self.inner.store.get(id)?),
+                _ => continue,
+            }
+        }
+    }
+
+    /// Answers the task's pending question. Refused unless the task is waiting for input; an
+    /// accepted answer must satisfy the question's schema.
+    pub async fn answer(&self, id: &str, input: AnswerInput) -> Result<TaskRecord> {
+        let rec = self.inner.store.get(id)?;
+        let question = match (&rec.question, rec.status) {
+            (Some(q), TaskStatus::InputRequired) => q.clone(),
+            _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for an answer").into()),
+        };
+        let result = match &input {
+            AnswerInput::Accept(content) => {
+                if let Some(params) = question.request.get("params")
+                    && let Ok(ElicitMode::Form { requested_schema }) =
+                        serde_json::from_value::<taskdeck_protocol::elicitation::ElicitRequestParams>(params.clone())
+                            .map(|p| p.mode)
+                {
+                    validate::check(&requested_schema, &Value::Object(content.clone()))
+                        .map_err(|(path, message)| EngineError::InvalidAnswer { path, message })?;
+                }
+                ElicitResult::accept(content.clone())
+            }
+            AnswerInput::Decline => ElicitResult::decline(),
+            AnswerInput::Cancel => ElicitResult::cancel(),
+        };
+        let server = self.server(&rec.server)?;
+        self.ensure_driver(id);
+        let key = self.live_question_key(&rec, &question).await?;
+        let session = server.session(self.inner.opts.server_wait).await?;
+        session.answer(&key, rec.remote_task_id.as_deref(), &result).await?;
+        lock(&self.inner.live).questions.remove(id);
+        let stored_key = serde_json::to_string(&key).unwrap_or_default();
+        let response = serde_json::to_value(&result).unwrap_or_default();
+        let rec = self.inner.apply(id, Update::Answer(Answer { key: stored_key, response }))?;
+        if let Some(tx) = lock(&self.inner.live).drivers.get(id) {
+            let _ = tx.send(DriverMsg::Wake);
+        }
+        Ok(rec)
+    }
+
+    /// The key under which the pending question can be answered on the session open now. Modern
+    /// keys are stable; a legacy question is an open request on one connection, so after a restart
+    /// the answer waits for the server to ask again (the driver's `tasks/result` makes it).
+    async fn live_question_key(&self, rec: &TaskRecord, question: &StoredQuestion) -> Result<QuestionKey> {
+        let stored: Option<QuestionKey> = serde_json::from_str(&question.key).ok();
+        if let Some(k @ QuestionKey::InputKey(_)) = &stored {
+            return Ok(k.clone());
+        }
+        let server = self.server(&rec.server)?;
+        let deadline = tokio::time::Instant::now() + self.inner.opts.question_wait;
+        loop {
+            let pid = server.current_session().and_then(|s| s.pid());
+            if let Some(live) = lock(&self.inner.live).questions.get(&rec.id)
+                && live.pid.is_some()
+                && live.pid == pid
+            {
+                return Ok(live.key.clone());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(EngineError::QuestionNotLive {
+                    id: rec.id.clone(),
+                    detail: format!("waited {} s", self.inner.opts.question_wait.as_secs()),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Cancels a task. Refused for a task that has ended. The server is asked first; when it
+    /// cannot be reached the task is still marked cancelled here, and the reason says so.
+    pub async fn cancel(&self, id: &str) -> Result<TaskRecord> {
+        let rec = self.inner.store.get(id)?;
+        if rec.status.is_terminal() {
+            return Err(refused(&rec, Attempt::Cancel, format!("{} is final", rec.status)).into());
+        }
+        let mut reason = "cancelled by the user".to_owned();
+        if let Some(remote) = &rec.remote_task_id {
+            let session = self.server(&rec.server)?.session(Duration::from_secs(10)).await;
+            match session {
+                Ok(session) => match session.cancel_task(remote).await {
+                    Ok(Some(snapshot)) => driver::settle(&self.inner, &session, &rec, &snapshot).await,
+                    Ok(None) => {}
+                    Err(e) => {
+                        // Already over on the server (-32602): learn how it really ended.
+                        if let Ok(snapshot) = session.get_task(remote).await {
+                            driver::settle(&self.inner, &session, &rec, &snapshot).await;
+                        } else {
+                            reason = format!("cancelled here; the server said: {e}");
+                        }
+                    }
+                },
+                Err(e) => reason = format!("cancelled here; the server could not be reached: {e}"),
+            }
+        }
+        let now = self.inner.store.get(id)?;
+        let result = if now.status.is_terminal() {
+            now
+        } else {
+            self.inner.apply(id, Update::Cancelled { reason: Some(reason), server_status: None })?
+        };
+        if let Some(tx) = lock(&self.inner.live).drivers.get(id) {
+            let _ = tx.send(DriverMsg::Wake);
+        }
+        Ok(result)
+    }
+
+    /// Writes pending progress and stops every server.
+    pub async fn shutdown(&self) {
+        self.inner.flush_progress_now();
+        for s in self.inner.servers.values() {
+            s.shutdown().await;
+        }
+    }
+}
+
+pub(crate) fn refused(rec: &TaskRecord, attempted: Attempt, reason: impl Into<String>) -> StoreError {
+    StoreError::Refused { id: rec.id.clone(), current: rec.status, attempted, reason: reason.into() }
+}
+
+fn tool_info(t: Tool, era: Era) -> ToolInfo {
+    ToolInfo {
+        task_support: match era {
+            Era::Legacy => Some(t.task_support()),
+            Era::Modern => None,
+        },
+        name: t.name,
+        title: t.title,
+        description: t.description,
+        input_schema: t.input_schema,
+    }
+}
+
+impl Inner {
+    pub(crate) fn publish_task(&self, rec: &TaskRecord) {
+        let _ = self.events.send(EngineEvent::Task { task: Box::new(rec.clone()) });
+    }
+
+    /// Applies one update and publishes the result. A refusal is returned, not published.
+    pub(crate) fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
+        let rec = self.store.apply(id, update)?;
+        self.publish_task(&rec);
+        Ok(rec)
+    }
+
+    /// Like [`Inner::apply`] for updates that may race a terminal state: a refusal means the task
+    /// has already ended, which is fine, and is logged rather than returned.
+    pub(crate) fn apply_quietly(&self, id: &str, update: Update) -> Option<TaskRecord> {
+        match self.apply(id, update) {
+            Ok(r) => Some(r),
+            Err(EngineError::Store(e @ StoreError::Refused { .. })) => {
+                tracing::debug!(task = id, "update not applied: {e}");
+                None
+            }
+            Err(e) => {
+                tracing::error!(task = id, "could not record an update: {e}");
+                None
+            }
+        }
+    }
+
+    pub(crate) fn register_remote(&self, rec: &TaskRecord) {
+        let Some(remote) = &rec.remote_task_id else { return };
+        let orphans = {
+            let mut live = lock(&self.live);
+            live.remote.insert((rec.server.clone(), remote.clone()), rec.id.clone());
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut live.orphans)
+                .into_iter()
+                .partition(|(s, q)| s == &rec.server && q.task_id.as_deref() == Some(remote.as_str()));
+            live.orphans = rest;
+            mine
+        };
+        for (_, q) in orphans {
+            self.record_question(&rec.id, &rec.server, q);
+        }
+    }
+
+    pub(crate) fn record_question(&self, id: &str, server: &str, q: Question) {
+        let pid = self.servers.get(server).and_then(|s| s.current_session()).and_then(|s| s.pid());
+        lock(&self.live).questions.insert(id.to_owned(), LiveQuestion { key: q.key.clone(), pid });
+        let message = q.params.get("message").and_then(Value::as_str).map(str::to_owned);
+        let question = StoredQuestion {
+            key: serde_json::to_string(&q.key).unwrap_or_default(),
+            request: serde_json::json!({ "method": q.method, "params": q.params }),
+        };
+        self.apply_quietly(id, Update::Question { question, message });
+    }
+
+    fn local_for_remote(&self, server: &str, remote: &str) -> Option<String> {
+        lock(&self.live).remote.get(&(server.to_owned(), remote.to_owned())).cloned()
+    }
+
+    fn on_session_event(&self, server: &str, event: SessionEvent) {
+        match event {
+            SessionEvent::Task(snapshot) => {
+                if let Some(id) = self.local_for_remote(server, &snapshot.task_id)
+                    && let Some(tx) = lock(&self.live).drivers.get(&id)
+                {
+                    let _ = tx.send(DriverMsg::Snapshot(snapshot));
+                }
+            }
+            SessionEvent::Progress { token, progress, total, message } => {
+                if let Some(id) = token.as_str() {
+                    let mut live = lock(&self.live);
+                    if live.drivers.contains_key(id) {
+                        live.progress.insert(id.to_owned(), Progress { progress, total, message });
+                    }
+                }
+            }
+            SessionEvent::Question(q) => self.route_question(server, q),
+            SessionEvent::QuestionWithdrawn { key } => {
+                lock(&self.live).questions.retain(|_, l| l.key != key);
+            }
+            SessionEvent::ToolsChanged => {
+                let _ = self.events.send(EngineEvent::ToolsChanged { server: server.to_owned() });
+            }
+            _ => {}
+        }
+    }
+
+    /// A question names its task (legacy related-task), or belongs to the one plain call in
+    /// flight on that server; failing both, the only task being driven there. Anything else
+    /// cannot be shown to the right person and is cancelled, with a note in the server's log.
+    fn route_question(&self, server: &str, q: Question) {
+        let target = match &q.task_id {
+            Some(remote) => match self.local_for_remote(server, remote) {
+                Some(id) => Some(id),
+                None => {
+                    let mut live = lock(&self.live);
+                    if live.orphans.len() < MAX_ORPHANS {
+                        live.orphans.push((server.to_owned(), q));
+                    }
+                    return;
+                }
+            },
+            None => {
+                let live = lock(&self.live);
+                match live.plain_calls.get(server).map(Vec::as_slice) {
+                    Some([only]) => Some(only.clone()),
+                    _ => {
+                        let driven: Vec<&String> = live
+                            .remote
+                            .iter()
+                            .filter(|((s, _), id)| s == server && live.drivers.contains_key(*id))
+                            .map(|(_, id)| id)
+                            .collect();
+                        (driven.len() == 1).then(|| driven[0].clone())
+                    }
+                }
+            }
+        };
+        match target {
+            Some(id) => self.record_question(&id, server, q),
+            None => {
+                tracing::warn!(server, "a question that belongs to no task was cancelled");
+                if let Some(session) = self.servers.get(server).and_then(|s| s.current_session()) {
+                    tokio::spawn(async move {
+                        let _ = session.answer(&q.key, None, &ElicitResult::cancel()).await;
+                    });
+                }
+            }
+        }
+    }
+
+    pub(crate) fn flush_progress_now(&self) {
+        let pending: Vec<(String, Progress)> = lock(&self.live).progress.drain().collect();
+        if pending.is_empty() {
+            return;
+        }
+        let updates = pending.into_iter().map(|(id, p)| (id, Update::Progress(p))).collect();
+        match self.store.apply_batch(updates) {
+            Ok(results) => {
+                for r in results.into_iter().flatten() {
+                    self.publish_task(&r);
+                }
+            }
+            Err(e) => tracing::error!("could not record progress: {e}"),
+        }
+    }
+}
+
+/// Progress arrives far more often than anyone can read it: it is written in one transaction per
+/// interval, the latest value per task. Status changes do not wait for this.
+async fn flush_progress(inner: Weak<Inner>) {
+    loop {
+        let Some(i) = inner.upgrade() else { return };
+        let every = i.opts.progress_flush;
+        i.flush_progress_now();
+        drop(i);
+        tokio::time::sleep(every).await;
+    }
+}
+
+struct EngineRouter(Weak<Inner>);
+
+impl Router for EngineRouter {
+    fn session_event(&self, server: &str, event: SessionEvent) {
+        if let Some(inner) = self.0.upgrade() {
+            inner.on_session_event(server, event);
+        }
+    }
+
+    fn server_changed(&self, status: ServerStatus) {
+        if let Some(inner) = self.0.upgrade() {
+            let _ = inner.events.send(EngineEvent::Server { server: status });
+        }
+    }
+
+    fn server_log(&self, server: &str, line: LogLine) {
+        if let Some(inner) = self.0.upgrade() {
+            let _ = inner.events.send(EngineEvent::ServerLog { server: server.to_owned(), line });
+        }
+    }
+}

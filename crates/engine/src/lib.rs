@@ -1,0 +1,23 @@
+//! Taskdeck's engine: everything a front end needs, with no UI in it.
+//!
+//! - [`config`]: the `mcpServers` config and the data directory, with the demo server as default;
+//! - [`lock`]: one process drives a data directory at a time;
+//! - [`supervisor`]: keeps each server running, restarting it with backoff;
+//! - [`Engine`]: starts tasks (writing each before anything is sent), drives them through a
+//!   driver per task, answers and cancels them, resumes them after a restart, and publishes every
+//!   change as an [`EngineEvent`].
+//!
+//! The order of truth is one way: server messages → driver → store → events → front end.
+
+pub mod config;
+mod driver;
+mod engine;
+mod error;
+pub mod lock;
+pub mod supervisor;
+mod validate;
+
+pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo};
+pub use error::{EngineError, Result};
+pub use supervisor::{LogLine, ServerPhase, ServerStatus};
+pub use taskdeck_store::{ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
