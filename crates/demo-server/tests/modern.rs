@@ -147,3 +147,14 @@ fn default_ttl_expiry_purges_tasks() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(error_code(&p.call("tasks/get", json!({"taskId": id}))), -32602);
 }
+
+#[test]
+fn many_concurrent_counts_all_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Peer::modern(dir.path(), &[]);
+    let ids: Vec<String> = (0..200).map(|_| create_task(&mut p, "count", json!({"n": 20, "delay_ms": 5}))).collect();
+    for id in &ids {
+        let done = p.poll(id, terminal);
+        assert_eq!(text_of(&done["result"]), "counted to 20");
+    }
+}
