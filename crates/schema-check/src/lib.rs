@@ -242,6 +242,10 @@ fn tighten(doc: &mut Value) {
     }
     let defs_mut = doc.get_mut("$defs").and_then(Value::as_object_mut).unwrap();
     for (name, def) in defs_mut.iter_mut() {
+        // `_meta` objects are open by design: any prefixed key may appear there.
+        if name.ends_with("MetaObject") {
+            continue;
+        }
         tighten_schema(def, composed.contains(name));
     }
 }
@@ -349,6 +353,14 @@ mod tests {
         let legacy_get = json!({"jsonrpc":"2.0","id":3,"result":{"taskId":"t","status":"working","createdAt":"x",
             "lastUpdatedAt":"x","ttl":null,"_meta":{}}});
         s.check(Era::Legacy, Sender::Server, &legacy_get, Some("tasks/get")).unwrap();
+    }
+
+    #[test]
+    fn meta_objects_stay_open() {
+        let s = Schemas::load();
+        let get = json!({"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","taskId":"t","status":"working",
+            "createdAt":"x","lastUpdatedAt":"x","ttlMs":1000,"_meta":{"dev.taskdeck/progress":{"progress":1}}}});
+        s.check(Era::Modern, Sender::Server, &get, Some("tasks/get")).unwrap();
     }
 
     #[test]
