@@ -53,6 +53,7 @@ impl Default for EngineOptions {
 }
 
 /// Everything the engine publishes. Lagging subscribers should re-read the store.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {
@@ -73,6 +74,7 @@ pub enum EngineEvent {
 }
 
 /// A tool as a front end shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolInfo {
     pub name: String,

@@ -20,6 +20,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Lines of stderr (and Taskdeck's own notes about the server) kept per server.
 const LOG_LINES: usize = 2000;
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ServerPhase {
@@ -32,6 +33,7 @@ pub enum ServerPhase {
 }
 
 /// What a front end shows about one server.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerStatus {
     pub name: String,
@@ -48,6 +50,7 @@ pub struct ServerStatus {
     pub command: String,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogLine {
     /// RFC 3339 time the line was read.

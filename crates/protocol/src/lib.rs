@@ -28,6 +28,7 @@ pub use task::TaskStatus;
 use serde::{Deserialize, Serialize};
 
 /// Which protocol revision a session speaks. Decided once per server process.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Era {

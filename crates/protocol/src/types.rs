@@ -20,6 +20,7 @@ impl Implementation {
 
 /// Whether a tool may, must, or must not be called as a task (legacy `execution.taskSupport`).
 /// The modern era dropped the annotation: there the server alone decides per call.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskSupport {

@@ -8,6 +8,7 @@ use taskdeck_protocol::{Era, TaskStatus};
 use crate::time;
 
 /// Whether the tool runs as an MCP task (with a remote task id to poll) or as a plain blocking call.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -43,6 +44,7 @@ pub struct NewTask {
     pub mode: Mode,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Progress {
     pub progress: f64,
@@ -52,6 +54,7 @@ pub struct Progress {
 
 /// A question the server is waiting on, kept whole so the form can be rebuilt after a restart:
 /// the legacy elicitation request or the modern `inputRequests` entry, under its key.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Question {
     pub key: String,
@@ -59,6 +62,7 @@ pub struct Question {
 }
 
 /// The answer given to the question with the same key.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Answer {
     pub key: String,
@@ -66,6 +70,7 @@ pub struct Answer {
 }
 
 /// Why a task failed. `code` is the JSON-RPC error code when a server sent one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskError {
     pub code: Option<i64>,
@@ -73,6 +78,7 @@ pub struct TaskError {
     pub reason: Option<String>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
     pub id: String,
@@ -93,11 +99,14 @@ pub struct TaskRecord {
     pub ttl_ms: Option<i64>,
     pub poll_interval_ms: Option<i64>,
     #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub created_at: DateTime<Utc>,
     #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub updated_at: DateTime<Utc>,
 }
 
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
@@ -137,11 +146,13 @@ impl EventKind {
 }
 
 /// One line of a task's history. `data` keeps what the server actually said (`server_status`).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskEvent {
     pub id: i64,
     pub task_id: String,
     #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
     pub at: DateTime<Utc>,
     pub kind: EventKind,
     pub from_status: Option<TaskStatus>,
