@@ -57,9 +57,9 @@ async fn drive_until_end(
         if rec.status.is_terminal() {
             return Ok(());
         }
-        let Some(server) = inner.servers.get(&rec.server) else {
-            fail(inner, id, None, format!("server {:?} is no longer in the config", rec.server), "SERVER_REMOVED");
-            return Ok(());
+        let Some(server) = inner.server(&rec.server) else {
+            // Left pending, not failed: the server may come back with the next config change.
+            return Err(format!("server {:?} is not in the config", rec.server));
         };
         let session = match server.session(inner.opts.server_wait).await {
             Ok(s) => s,
@@ -334,8 +334,7 @@ pub(crate) fn apply_snapshot(inner: &Inner, rec: &TaskRecord, s: &TaskSnapshot, 
             let question = s.questions.iter().find(|q| q.method == methods::ELICITATION_CREATE);
             match (era, question) {
                 (Era::Modern, Some(q)) => {
-                    let pid =
-                        inner.servers.get(&rec.server).and_then(|sv| sv.current_session()).and_then(|ss| ss.pid());
+                    let pid = inner.server(&rec.server).and_then(|sv| sv.current_session()).and_then(|ss| ss.pid());
                     lock(&inner.live).questions.insert(id.clone(), LiveQuestion { key: q.key.clone(), pid });
                     let stored = taskdeck_store::Question {
                         key: serde_json::to_string(&q.key).unwrap_or_default(),

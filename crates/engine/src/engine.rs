@@ -100,10 +100,11 @@ pub struct Engine {
 
 pub(crate) struct Inner {
     pub store: Store,
-    pub config: Config,
     pub paths: Paths,
     pub opts: EngineOptions,
-    pub servers: HashMap<String, Arc<Server>>,
+    /// The config and its servers, swapped together when the config file changes.
+    servers: Mutex<ServerSet>,
+    router: Arc<dyn Router>,
     events: broadcast::Sender<EngineEvent>,
     pub live: Mutex<Live>,
     _lock: DataDirLock,
@@ -131,6 +132,11 @@ pub(crate) struct LiveQuestion {
     pub pid: Option<u32>,
 }
 
+struct ServerSet {
+    config: Config,
+    by_name: HashMap<String, Arc<Server>>,
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -150,12 +156,21 @@ impl Engine {
         let (events, _) = broadcast::channel(4096);
         let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
             let router: Arc<dyn Router> = Arc::new(EngineRouter(weak.clone()));
-            let servers = config
+            let by_name = config
                 .servers
                 .iter()
                 .map(|spec| (spec.name.clone(), Server::new(spec.clone(), opts.session.clone(), router.clone())))
                 .collect();
-            Inner { store, config, paths, opts, servers, events, live: Mutex::new(Live::default()), _lock: lock }
+            Inner {
+                store,
+                paths,
+                opts,
+                servers: Mutex::new(ServerSet { config, by_name }),
+                router,
+                events,
+                live: Mutex::new(Live::default()),
+                _lock: lock,
+            }
         });
         tokio::spawn(flush_progress(Arc::downgrade(&inner)));
         Ok(Engine { inner })
@@ -165,8 +180,8 @@ impl Engine {
         &self.inner.paths
     }
 
-    pub fn config(&self) -> &Config {
-        &self.inner.config
+    pub fn config(&self) -> Config {
+        lock(&self.inner.servers).config.clone()
     }
 
     pub fn store(&self) -> &Store {
@@ -177,27 +192,74 @@ impl Engine {
         self.inner.events.subscribe()
     }
 
-    fn server(&self, name: &str) -> Result<&Arc<Server>> {
-        self.inner.servers.get(name).ok_or_else(|| EngineError::UnknownServer {
+    fn server(&self, name: &str) -> Result<Arc<Server>> {
+        self.inner.server(name).ok_or_else(|| EngineError::UnknownServer {
             name: name.into(),
-            known: self.inner.config.servers.iter().map(|s| s.name.clone()).collect(),
+            known: self.config().servers.iter().map(|s| s.name.clone()).collect(),
         })
     }
 
     /// Every configured server, in config order.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        self.inner.config.servers.iter().filter_map(|s| self.inner.servers.get(&s.name)).map(|s| s.status()).collect()
+        self.inner.all_servers().iter().map(|s| s.status()).collect()
     }
 
     /// Starts every configured server and waits (up to `server_wait`) for each to connect or fail.
     pub async fn start_servers(&self) -> Vec<ServerStatus> {
-        for s in self.inner.servers.values() {
+        let all = self.inner.all_servers();
+        for s in &all {
             s.ensure_running();
         }
-        for s in self.inner.servers.values() {
+        for s in &all {
             let _ = s.session(self.inner.opts.server_wait).await;
         }
         self.servers()
+    }
+
+    /// Reads the config file again and applies it while running: new servers are added (and start
+    /// on first use), removed ones are stopped, changed ones are restarted with their new command.
+    /// Tasks of a removed server stay pending until it comes back. A broken file changes nothing
+    /// and returns its error.
+    pub async fn reload_config(&self) -> Result<Vec<ServerStatus>> {
+        let config = Config::load(&self.inner.paths)?;
+        let (stopped, started) = {
+            let mut set = lock(&self.inner.servers);
+            let mut by_name = HashMap::new();
+            let mut stopped = Vec::new();
+            let mut started = Vec::new();
+            for spec in &config.servers {
+                match set.by_name.remove(&spec.name) {
+                    Some(old) if old.spec == *spec => {
+                        by_name.insert(spec.name.clone(), old);
+                    }
+                    old => {
+                        let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
+                        stopped.extend(old);
+                        let new = Server::new(spec.clone(), self.inner.opts.session.clone(), self.inner.router.clone());
+                        if was_running {
+                            started.push(new.clone());
+                        }
+                        by_name.insert(spec.name.clone(), new);
+                    }
+                }
+            }
+            stopped.extend(set.by_name.drain().map(|(_, s)| s));
+            *set = ServerSet { config, by_name };
+            (stopped, started)
+        };
+        for s in stopped {
+            s.shutdown().await;
+        }
+        for s in started {
+            s.ensure_running();
+        }
+        let servers = self.servers();
+        for s in &servers {
+            let _ = self.inner.events.send(EngineEvent::Server { server: s.clone() });
+        }
+        // Pending tasks of servers that are back (or new) get their drivers again.
+        let _ = self.resume().await;
+        Ok(servers)
     }
 
     pub fn restart_server(&self, name: &str) -> Result<()> {
@@ -276,13 +338,12 @@ impl Engine {
                 out.push(r);
                 continue;
             }
-            if !self.inner.servers.contains_key(&rec.server) {
-                let error = taskdeck_store::TaskError {
-                    code: None,
-                    message: format!("server {:?} is no longer in the config", rec.server),
-                    reason: Some("SERVER_REMOVED".into()),
-                };
-                out.push(self.inner.apply(&rec.id, Update::Failed { error, server_status: None })?);
+            if self.inner.server(&rec.server).is_none() {
+                // Left pending: the server may come back with the next config change.
+                lock(&self.inner.live)
+                    .stalled
+                    .insert(rec.id.clone(), format!("server {:?} is not in the config", rec.server));
+                out.push(rec);
                 continue;
             }
             self.inner.register_remote(&rec);
@@ -434,7 +495,7 @@ impl Engine {
     /// Writes pending progress and stops every server.
     pub async fn shutdown(&self) {
         self.inner.flush_progress_now();
-        for s in self.inner.servers.values() {
+        for s in self.inner.all_servers() {
             s.shutdown().await;
         }
     }
@@ -458,6 +519,16 @@ fn tool_info(t: Tool, era: Era) -> ToolInfo {
 }
 
 impl Inner {
+    pub(crate) fn server(&self, name: &str) -> Option<Arc<Server>> {
+        lock(&self.servers).by_name.get(name).cloned()
+    }
+
+    /// Every server, in config order.
+    pub(crate) fn all_servers(&self) -> Vec<Arc<Server>> {
+        let set = lock(&self.servers);
+        set.config.servers.iter().filter_map(|s| set.by_name.get(&s.name).cloned()).collect()
+    }
+
     pub(crate) fn publish_task(&self, rec: &TaskRecord) {
         let _ = self.events.send(EngineEvent::Task { task: Box::new(rec.clone()) });
     }
@@ -502,7 +573,7 @@ impl Inner {
     }
 
     pub(crate) fn record_question(&self, id: &str, server: &str, q: Question) {
-        let pid = self.servers.get(server).and_then(|s| s.current_session()).and_then(|s| s.pid());
+        let pid = self.server(server).and_then(|s| s.current_session()).and_then(|s| s.pid());
         lock(&self.live).questions.insert(id.to_owned(), LiveQuestion { key: q.key.clone(), pid });
         let message = q.params.get("message").and_then(Value::as_str).map(str::to_owned);
         let question = StoredQuestion {
@@ -579,7 +650,7 @@ impl Inner {
             Some(id) => self.record_question(&id, server, q),
             None => {
                 tracing::warn!(server, "a question that belongs to no task was cancelled");
-                if let Some(session) = self.servers.get(server).and_then(|s| s.current_session()) {
+                if let Some(session) = self.server(server).and_then(|s| s.current_session()) {
                     tokio::spawn(async move {
                         let _ = session.answer(&q.key, None, &ElicitResult::cancel()).await;
                     });
