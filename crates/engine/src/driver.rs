@@ -247,7 +247,9 @@ async fn follow_attached(
                 match res {
                     Ok(Ok(result)) => {
                         let result = serde_json::to_value(&result).unwrap_or_default();
-                        let server_status = last_status.map(|s| s.to_string());
+                        // The log keeps the status the server reports for the ended task.
+                        let said = session.get_task(remote).await.ok().map(|s| s.status).or(last_status);
+                        let server_status = said.map(|s| s.to_string());
                         inner.apply_quietly(&id, Update::Completed { result, server_status });
                     }
                     Ok(Err(e)) if e.is_server_gone() => return Step::Lost,

@@ -73,6 +73,12 @@ pub enum EngineEvent {
     },
 }
 
+/// Whether a task is waiting for the user: it needs input and the server's question is known.
+/// (A legacy server may report `input_required` a moment before its question arrives.)
+pub fn is_waiting_for_answer(rec: &TaskRecord) -> bool {
+    rec.status == TaskStatus::InputRequired && rec.question.is_some()
+}
+
 /// A tool as a front end shows it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -107,7 +113,8 @@ pub(crate) struct Inner {
     router: Arc<dyn Router>,
     events: broadcast::Sender<EngineEvent>,
     pub live: Mutex<Live>,
-    _lock: DataDirLock,
+    /// Released by [`Engine::shutdown`], or when the process ends however it ends.
+    lock: Mutex<Option<DataDirLock>>,
 }
 
 /// What only this process knows: which driver follows which task, and which questions can be
@@ -169,7 +176,7 @@ impl Engine {
                 router,
                 events,
                 live: Mutex::new(Live::default()),
-                _lock: lock,
+                lock: Mutex::new(Some(lock)),
             }
         });
         tokio::spawn(flush_progress(Arc::downgrade(&inner)));
@@ -492,12 +499,15 @@ impl Engine {
         Ok(result)
     }
 
-    /// Writes pending progress and stops every server.
+    /// Stops driving tasks (they stay as they are in the store, to be resumed), writes pending
+    /// progress, stops every server and releases the data directory.
     pub async fn shutdown(&self) {
+        lock(&self.inner.live).drivers.clear();
         self.inner.flush_progress_now();
         for s in self.inner.all_servers() {
             s.shutdown().await;
         }
+        lock(&self.inner.lock).take();
     }
 }
 

@@ -17,7 +17,7 @@ pub mod lock;
 pub mod supervisor;
 mod validate;
 
-pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo};
+pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
 pub use error::{EngineError, Result};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
 pub use taskdeck_store::{ListFilter, Mode, TaskError, TaskEvent, TaskRecord};

@@ -1,0 +1,175 @@
+//! The engine against the real demo server: questions that survive a restart of everything, in
+//! both eras; progress on record; config changes while running; one engine per data directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, json};
+use taskdeck_engine::config::Paths;
+use taskdeck_engine::{AnswerInput, Engine, EngineError, EngineOptions, ServerPhase};
+use taskdeck_protocol::{Era, TaskStatus};
+
+fn demo_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().and_then(Path::parent).unwrap().join("taskdeck-demo-server");
+    assert!(bin.exists(), "{} is missing: build taskdeck-demo-server first", bin.display());
+    bin
+}
+
+fn write_config(dir: &Path, servers: &[&str]) -> PathBuf {
+    let mut map = Map::new();
+    for name in servers {
+        let state = dir.join(format!("state-{name}"));
+        map.insert(
+            (*name).to_owned(),
+            json!({"command": demo_bin(), "args": ["--state", state, "--poll-interval-ms", "100"]}),
+        );
+    }
+    let path = dir.join("servers.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json!({ "mcpServers": map })).unwrap()).unwrap();
+    path
+}
+
+fn paths(dir: &Path) -> Paths {
+    Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }
+}
+
+async fn open(dir: &Path, era: Era) -> Engine {
+    let mut opts = EngineOptions::default();
+    opts.session.force_era = Some(era);
+    opts.server_wait = Duration::from_secs(20);
+    Engine::open(paths(dir), opts).await.unwrap()
+}
+
+async fn wait_status(engine: &Engine, id: &str, status: TaskStatus) -> taskdeck_engine::TaskRecord {
+    let rec =
+        tokio::time::timeout(Duration::from_secs(30), engine.wait(id, |r| r.status == status)).await.unwrap().unwrap();
+    assert_eq!(rec.status, status, "{rec:#?}");
+    rec
+}
+
+async fn question_survives_a_restart_of_everything(era: Era) {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &["demo"]);
+    let id = {
+        let engine = open(dir.path(), era).await;
+        let rec = engine.run("demo", "diagnose_incident", json!({})).await.unwrap();
+        let waiting =
+            tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, taskdeck_engine::is_waiting_for_answer))
+                .await
+                .unwrap()
+                .unwrap();
+        assert!(waiting.question.is_some(), "{waiting:#?}");
+        engine.shutdown().await;
+        rec.id
+    };
+    // A new engine (a new process, as far as the servers can tell) finds the question again.
+    let engine = open(dir.path(), era).await;
+    let resumed = engine.resume().await.unwrap();
+    assert_eq!(resumed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec![id.as_str()]);
+    let mut content = Map::new();
+    content.insert("service".into(), json!("auth"));
+    // An answer that breaks the form's schema is refused before anything is sent.
+    let mut bad = Map::new();
+    bad.insert("service".into(), json!("mainframe"));
+    let err = engine.answer(&id, AnswerInput::Accept(bad)).await.unwrap_err();
+    assert!(matches!(err, EngineError::InvalidAnswer { ref path, .. } if path == "/service"), "{err}");
+    engine.answer(&id, AnswerInput::Accept(content)).await.unwrap();
+    let done = wait_status(&engine, &id, TaskStatus::Completed).await;
+    let text = done.result.unwrap().to_string().to_lowercase();
+    assert!(text.contains("auth"), "{text}");
+    let answers = engine.events(&id).unwrap().iter().filter(|e| e.kind == taskdeck_store::EventKind::Answer).count();
+    assert_eq!(answers, 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_question_survives_a_restart_of_everything() {
+    question_survives_a_restart_of_everything(Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn modern_question_survives_a_restart_of_everything() {
+    question_survives_a_restart_of_everything(Era::Modern).await;
+}
+
+async fn progress_is_recorded(era: Era) {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &["demo"]);
+    let engine = open(dir.path(), era).await;
+    let rec = engine.run("demo", "generate_report", json!({"topic": "bars", "seconds": 1.5})).await.unwrap();
+    let with_progress = tokio::time::timeout(
+        Duration::from_secs(20),
+        engine.wait(&rec.id, |r| r.progress.as_ref().is_some_and(|p| p.total.is_some())),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let p = with_progress.progress.unwrap();
+    assert!(p.progress <= p.total.unwrap());
+    let done = wait_status(&engine, &rec.id, TaskStatus::Completed).await;
+    assert_eq!(done.era, Some(era));
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_progress_is_recorded() {
+    progress_is_recorded(Era::Legacy).await;
+}
+
+#[tokio::test]
+async fn modern_progress_is_recorded() {
+    progress_is_recorded(Era::Modern).await;
+}
+
+#[tokio::test]
+async fn a_tool_error_is_a_failed_task_in_both_eras() {
+    for era in [Era::Legacy, Era::Modern] {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &["demo"]);
+        let engine = open(dir.path(), era).await;
+        let rec = engine.run("demo", "flaky_export", json!({"fail_at": 10})).await.unwrap();
+        let done = wait_status(&engine, &rec.id, TaskStatus::Failed).await;
+        assert!(done.error.is_some());
+        // The log keeps what the server said: `completed` in the modern era.
+        let said: Vec<String> = engine
+            .events(&rec.id)
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.data.get("server_status").and_then(|s| s.as_str()).map(str::to_owned))
+            .collect();
+        let expected = if era == Era::Modern { "completed" } else { "failed" };
+        assert_eq!(said.last().map(String::as_str), Some(expected), "{era:?}: {said:?}");
+        engine.shutdown().await;
+    }
+}
+
+#[tokio::test]
+async fn config_changes_are_picked_up_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &["one"]);
+    let engine = open(dir.path(), Era::Modern).await;
+    assert_eq!(engine.servers().iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["one"]);
+    write_config(dir.path(), &["one", "two"]);
+    let servers = engine.reload_config().await.unwrap();
+    assert_eq!(servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["one", "two"]);
+    assert_eq!(servers[1].phase, ServerPhase::Idle);
+    assert!(engine.tools("two").await.unwrap().iter().any(|t| t.name == "generate_report"));
+    // A broken file is reported and changes nothing.
+    std::fs::write(dir.path().join("servers.json"), "{ not json").unwrap();
+    assert!(matches!(engine.reload_config().await, Err(EngineError::Config(_))));
+    assert_eq!(engine.servers().len(), 2);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn one_engine_per_data_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &["demo"]);
+    let first = open(dir.path(), Era::Modern).await;
+    let err =
+        Engine::open(paths(dir.path()), EngineOptions::default()).await.err().expect("the second must be refused");
+    let text = err.to_string();
+    assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
+    drop(first);
+}
