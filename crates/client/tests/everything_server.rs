@@ -252,3 +252,19 @@ fn fill_form(schema: &Value) -> Map<String, Value> {
     }
     content
 }
+
+#[tokio::test]
+async fn a_task_the_server_refuses_to_create_is_a_typed_error() {
+    let p = connect().await;
+    p.wait_tool("simulate-research-query").await;
+    // The reference server has no task tool that ends in a tool error; arguments it rejects make
+    // the call itself fail, which the engine records as a failed task with this code.
+    let err = p
+        .session
+        .start_tool("simulate-research-query", json!({"topic": 5}), &StartOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.rpc_error().map(|e| e.code), Some(-32602), "{err}");
+    assert!(p.session.dead().is_none());
+    p.check_wire();
+}

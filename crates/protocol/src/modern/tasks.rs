@@ -87,3 +87,20 @@ pub struct UpdateTaskParams {
     #[serde(rename = "inputResponses")]
     pub input_responses: Map<String, Value>,
 }
+
+/// `subscriptions/listen` params: the notifications a client opts in to on one stream. The tasks
+/// extension adds `taskIds`, whose statuses then arrive as `notifications/tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SubscriptionsListenParams {
+    pub notifications: SubscriptionFilter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SubscriptionFilter {
+    #[serde(rename = "toolsListChanged", default, skip_serializing_if = "Option::is_none")]
+    pub tools_list_changed: Option<bool>,
+    #[serde(rename = "taskIds", default, skip_serializing_if = "Option::is_none")]
+    pub task_ids: Option<Vec<String>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
