@@ -1,0 +1,247 @@
+//! Following one task to its end, or to a question nobody here can answer: the live progress bar,
+//! answers given on the command line or at the keyboard, and Ctrl-C as cancel.
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Map, Value};
+use taskdeck_engine::{AnswerInput, Engine, EngineError, EngineEvent, TaskRecord};
+use taskdeck_protocol::TaskStatus;
+use tokio::sync::broadcast;
+
+use crate::error::{CliError, EXIT_CANCELLED, EXIT_USAGE, EXIT_WAITING, Result, exit_for};
+use crate::form::{self, Form, Prompted};
+use crate::output;
+
+pub struct Follow<'a> {
+    pub engine: &'a Engine,
+    /// Answers from `--answer`, used in order, one per question.
+    pub answers: VecDeque<Map<String, Value>>,
+    pub json: bool,
+    /// The global options as given, so the printed `answer` command reaches the same data.
+    pub invocation: String,
+}
+
+pub fn waiting(t: &TaskRecord) -> bool {
+    t.status == TaskStatus::InputRequired && t.question.is_some()
+}
+
+impl Follow<'_> {
+    /// Drives the task until it ends or waits on a question nobody here can answer, prints it,
+    /// and returns the exit code its state maps to.
+    pub async fn run(mut self, id: &str) -> Result<u8> {
+        let mut rx = self.engine.subscribe();
+        let mut bar = Bar::new();
+        let ctrl_c = tokio::signal::ctrl_c();
+        tokio::pin!(ctrl_c);
+        loop {
+            let rec = self.engine.get(id)?;
+            bar.show(&rec);
+            if rec.status.is_terminal() {
+                bar.clear();
+                return Ok(self.finish(&rec));
+            }
+            if waiting(&rec) {
+                bar.clear();
+                match self.next_answer(&rec, &mut ctrl_c).await? {
+                    Next::Answer(input) => {
+                        match self.engine.answer(id, input).await {
+                            Ok(_) => {
+                                // A cleared bar stays finished; the rest of the task gets a new one.
+                                bar = Bar::new();
+                                continue;
+                            }
+                            Err(e @ EngineError::InvalidAnswer { .. }) => {
+                                self.print_waiting(&rec);
+                                return Err(CliError { exit: EXIT_USAGE, message: e.to_string() });
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                    Next::Leave => {
+                        self.print_waiting(&rec);
+                        return Ok(EXIT_WAITING);
+                    }
+                    Next::Interrupted => return self.cancel(id).await,
+                }
+            }
+            if let Some(reason) = self.engine.stalled(id) {
+                bar.clear();
+                if self.json {
+                    output::print_json(&rec);
+                }
+                return Err(CliError::runtime(format!(
+                    "task {id} is still {} but cannot be followed now: {reason}; `taskdeck-cli resume` picks it up",
+                    rec.status
+                )));
+            }
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Ok(EngineEvent::Task { task }) if task.id == id => bar.show(&task),
+                    Err(broadcast::error::RecvError::Closed) => return Err(CliError::runtime("the engine stopped")),
+                    _ => {}
+                },
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = &mut ctrl_c => {
+                    bar.clear();
+                    return self.cancel(id).await;
+                }
+            }
+        }
+    }
+
+    async fn next_answer(
+        &mut self,
+        rec: &TaskRecord,
+        ctrl_c: &mut (impl std::future::Future<Output = std::io::Result<()>> + Unpin),
+    ) -> Result<Next> {
+        if let Some(content) = self.answers.pop_front() {
+            return Ok(Next::Answer(AnswerInput::Accept(content)));
+        }
+        if !std::io::stdin().is_terminal() {
+            return Ok(Next::Leave);
+        }
+        let Some(form) = Form::of(rec) else {
+            return Ok(Next::Leave);
+        };
+        // The read blocks its thread; Ctrl-C must still win, so the prompt runs beside it and is
+        // abandoned (the process exits) when it loses.
+        let prompt = tokio::task::spawn_blocking(move || {
+            form::ask(&form, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
+        });
+        tokio::select! {
+            res = prompt => match res {
+                Ok(Ok(Prompted::Answer(a))) => Ok(Next::Answer(a)),
+                Ok(Ok(Prompted::Leave)) => Ok(Next::Leave),
+                Ok(Err(e)) => Err(CliError::runtime(format!("reading the answer: {e}"))),
+                Err(e) => Err(CliError::runtime(format!("reading the answer: {e}"))),
+            },
+            _ = ctrl_c => Ok(Next::Interrupted),
+        }
+    }
+
+    async fn cancel(&self, id: &str) -> Result<u8> {
+        eprintln!("interrupted: cancelling task {id}");
+        let rec = match self.engine.cancel(id).await {
+            Ok(r) => r,
+            // It ended meanwhile: report how, rather than the refusal.
+            Err(EngineError::Store(taskdeck_store::StoreError::Refused { .. })) => self.engine.get(id)?,
+            Err(e) => return Err(e.into()),
+        };
+        let code = self.finish(&rec);
+        Ok(if rec.status == TaskStatus::Cancelled { EXIT_CANCELLED } else { code })
+    }
+
+    fn finish(&self, rec: &TaskRecord) -> u8 {
+        if self.json {
+            output::print_json(rec);
+        }
+        match rec.status {
+            TaskStatus::Completed => {
+                if !self.json
+                    && let Some(r) = &rec.result
+                {
+                    println!("{}", output::result_text(r));
+                }
+            }
+            TaskStatus::Failed => {
+                let e = rec.error.as_ref();
+                let mut msg = e.map(|e| e.message.clone()).unwrap_or_else(|| "no reason given".into());
+                if let Some(reason) = e.and_then(|e| e.reason.as_deref()) {
+                    msg = format!("{msg} [{reason}]");
+                }
+                eprintln!("task {} failed: {msg}", rec.id);
+            }
+            TaskStatus::Cancelled => {
+                eprintln!("task {} cancelled: {}", rec.id, rec.status_message.as_deref().unwrap_or("cancelled"));
+            }
+            TaskStatus::InputRequired => self.print_waiting(rec),
+            TaskStatus::Working => {}
+        }
+        exit_for(rec.status)
+    }
+
+    fn print_waiting(&self, rec: &TaskRecord) {
+        let mut text = format!("task {} is waiting for input\n", rec.id);
+        let example = match Form::of(rec) {
+            Some(form) => {
+                text.push_str(&form.describe());
+                form.example()
+            }
+            None => {
+                let q = rec.question.as_ref().map(|q| q.request.to_string()).unwrap_or_default();
+                text.push_str(&format!("{} asks: {q}\n", rec.server));
+                "{}".into()
+            }
+        };
+        let cmd = format!("taskdeck-cli{} answer {}", self.invocation, rec.id);
+        text.push_str(&format!("answer with: {cmd} --json '{example}'\n    or: {cmd} --decline\n"));
+        eprint!("{text}");
+    }
+}
+
+enum Next {
+    Answer(AnswerInput),
+    Leave,
+    Interrupted,
+}
+
+/// The live view on stderr: a bar once the total is known, a spinner until then, nothing at all
+/// when stderr is not a terminal.
+struct Bar {
+    bar: ProgressBar,
+    determinate: std::cell::Cell<bool>,
+}
+
+impl Bar {
+    fn new() -> Bar {
+        let target =
+            if std::io::stderr().is_terminal() { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() };
+        let bar = ProgressBar::with_draw_target(None, target);
+        bar.set_style(spinner_style());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Bar { bar, determinate: std::cell::Cell::new(false) }
+    }
+
+    fn show(&self, rec: &TaskRecord) {
+        let progress = rec.progress.as_ref();
+        let message = rec
+            .status_message
+            .clone()
+            .or_else(|| progress.and_then(|p| p.message.clone()))
+            .unwrap_or_else(|| rec.status.to_string());
+        match progress.and_then(|p| p.total.map(|t| (p.progress, t))) {
+            Some((done, total)) if total > 0.0 => {
+                if !self.determinate.replace(true) {
+                    self.bar.set_style(bar_style());
+                }
+                // Whole units when the server counts in them; per mille for fractions.
+                let scale = if total.fract() == 0.0 && done.fract() == 0.0 { 1.0 } else { 1000.0 / total };
+                self.bar.set_length((total * scale).round() as u64);
+                self.bar.set_position((done * scale).round() as u64);
+            }
+            _ => {
+                if self.determinate.replace(false) {
+                    self.bar.set_style(spinner_style());
+                }
+            }
+        }
+        self.bar.set_message(message);
+    }
+
+    fn clear(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn spinner_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner())
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}

@@ -1,0 +1,286 @@
+//! `taskdeck-cli`: the Taskdeck engine from a terminal or a script.
+//!
+//! Commands that drive servers take the engine, and with it the data directory's lock; `tasks`
+//! and `show` only read the store, so they work beside a running Taskdeck.
+
+mod args;
+mod bench;
+mod error;
+mod follow;
+mod form;
+mod output;
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde_json::{Map, Value};
+use taskdeck_engine::config::{Config, Paths};
+use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, TaskRecord};
+use taskdeck_protocol::Era;
+use taskdeck_store::{Store, StoreError};
+
+use crate::args::{Cli, Command};
+use crate::error::{CliError, EXIT_COMPLETED, EXIT_FAILED, Result};
+use crate::follow::{Follow, waiting};
+
+/// Not part of the interface: lets tests hold a dual-era server to the legacy era.
+const FORCE_ERA_ENV: &str = "TASKDECK_FORCE_ERA";
+const LOG_ENV: &str = "TASKDECK_LOG";
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // clap's own exit code is 2 for usage errors and 0 for --help/--version.
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return ExitCode::from(EXIT_FAILED);
+        }
+    };
+    let code = match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", e.message);
+            e.exit
+        }
+    };
+    // A blocked prompt read or a server still being killed must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    ExitCode::from(code)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
+        // The client warns when a server's session closes, which is also every deliberate shutdown at
+        // exit; the supervisor's own log already records unexpected ends.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,taskdeck_client::session=error"));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_env_filter(filter)
+        .init();
+}
+
+async fn dispatch(cli: Cli) -> Result<u8> {
+    let mut invocation = String::new();
+    if let Some(c) = &cli.config {
+        invocation.push_str(&format!(" --config {}", shell_word(&c.display().to_string())));
+    }
+    if let Some(d) = &cli.data_dir {
+        invocation.push_str(&format!(" --data-dir {}", shell_word(&d.display().to_string())));
+    }
+    let paths = Paths::resolve(cli.config, cli.data_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    match cli.command {
+        Command::Tasks { status, json } => {
+            let tasks = match read_store(&paths)? {
+                Some(store) => store.list(&ListFilter { status, ..Default::default() })?,
+                None => Vec::new(),
+            };
+            if json {
+                output::print_json(&tasks);
+            } else if tasks.is_empty() {
+                eprintln!("no tasks{}", status.map(|s| format!(" with status {s}")).unwrap_or_default());
+            } else {
+                print!("{}", output::tasks_table(&tasks));
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Show { task, json } => {
+            let store = read_store(&paths)?.ok_or_else(|| CliError::runtime(format!("no task with id {task}")))?;
+            let rec = store.resolve_prefix(&task).map_err(not_found)?;
+            let events = store.events(&rec.id)?;
+            if json {
+                output::print_json(&output::TaskWithEvents { task: &rec, events: &events });
+            } else {
+                print!("{}", output::show_task(&rec, &events));
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        command => {
+            // Usage errors in the command line come before the lock: a typo must not wait on
+            // another Taskdeck or start servers.
+            let prepared = Prepared::of(&command)?;
+            Config::load(&paths).map_err(|e| CliError::usage(e.to_string()))?;
+            let engine = Engine::open(paths, engine_options()?).await?;
+            let outcome = with_engine(&engine, command, prepared, invocation).await;
+            engine.shutdown().await;
+            outcome
+        }
+    }
+}
+
+/// Arguments parsed from JSON on the command line, checked before anything starts.
+#[derive(Default)]
+struct Prepared {
+    args: Value,
+    answers: VecDeque<Map<String, Value>>,
+    accept: Option<Map<String, Value>>,
+}
+
+impl Prepared {
+    fn of(command: &Command) -> Result<Prepared> {
+        let mut p = Prepared::default();
+        match command {
+            Command::Run { args, answer, .. } => {
+                p.args = json_object("--args", args.as_deref())?;
+                for (i, a) in answer.iter().enumerate() {
+                    match json_object(&format!("--answer #{}", i + 1), Some(a))? {
+                        Value::Object(m) => p.answers.push_back(m),
+                        _ => unreachable!("json_object returns objects"),
+                    }
+                }
+            }
+            Command::Bench { args, .. } => p.args = json_object("--args", args.as_deref())?,
+            Command::Answer { json: Some(j), .. } => {
+                if let Value::Object(m) = json_object("--json", Some(j))? {
+                    p.accept = Some(m);
+                }
+            }
+            _ => {}
+        }
+        Ok(p)
+    }
+}
+
+fn json_object(flag: &str, text: Option<&str>) -> Result<Value> {
+    let Some(text) = text else { return Ok(Value::Object(Map::new())) };
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(CliError::usage(format!("{flag}: must be a JSON object, not {other}"))),
+        Err(e) => Err(CliError::usage(format!("{flag}: not valid JSON: {e}"))),
+    }
+}
+
+fn engine_options() -> Result<EngineOptions> {
+    let mut opts = EngineOptions::default();
+    if let Some(era) = std::env::var(FORCE_ERA_ENV).ok().filter(|v| !v.is_empty()) {
+        let era: Era = era.parse().map_err(|e| CliError::usage(format!("{FORCE_ERA_ENV}: {e}")))?;
+        opts.session.force_era = Some(era);
+    }
+    Ok(opts)
+}
+
+async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
+    let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
+    match command {
+        Command::Servers { json } => {
+            let servers = engine.start_servers().await;
+            if json {
+                output::print_json(&servers);
+            } else {
+                print!("{}", output::servers_table(&servers));
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Tools { server, json } => {
+            let tools = engine.tools(&server).await?;
+            if json {
+                output::print_json(&tools);
+            } else {
+                print!("{}", output::tools_table(&tools));
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Run { server, tool, json, .. } => {
+            let rec = engine.run(&server, &tool, prepared.args).await?;
+            tracing::info!(task = %rec.id, "started");
+            follow(prepared.answers, json).run(&rec.id).await
+        }
+        Command::Answer { task, decline, cancel, .. } => {
+            let rec = engine.get(&task).map_err(not_found_engine)?;
+            let input = match (prepared.accept, decline, cancel) {
+                (Some(content), _, _) => AnswerInput::Accept(content),
+                (None, true, _) => AnswerInput::Decline,
+                (None, _, true) => AnswerInput::Cancel,
+                // clap's group requires one of the three.
+                (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
+            };
+            engine.answer(&rec.id, input).await?;
+            follow(VecDeque::new(), false).run(&rec.id).await
+        }
+        Command::Cancel { task } => {
+            let rec = engine.get(&task).map_err(not_found_engine)?;
+            let after = engine.cancel(&rec.id).await?;
+            match after.status {
+                taskdeck_protocol::TaskStatus::Cancelled => {
+                    println!("task {} cancelled", after.id);
+                    Ok(EXIT_COMPLETED)
+                }
+                // The server had finished it before the cancel arrived.
+                other => Err(CliError::runtime(format!("task {} had already ended: it is {other}", after.id))),
+            }
+        }
+        Command::Resume { json } => {
+            let resumed = engine.resume().await?;
+            let mut set = tokio::task::JoinSet::new();
+            for rec in resumed {
+                let engine = engine.clone();
+                set.spawn(async move {
+                    if rec.status.is_terminal() || waiting(&rec) {
+                        return Ok(rec);
+                    }
+                    engine.wait(&rec.id, waiting).await
+                });
+            }
+            let mut done: Vec<TaskRecord> = Vec::new();
+            while let Some(j) = set.join_next().await {
+                done.push(j.map_err(|e| CliError::runtime(e.to_string()))??);
+            }
+            done.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.id.cmp(&b.id)));
+            if json {
+                output::print_json(&done);
+            } else if done.is_empty() {
+                eprintln!("nothing to resume");
+            } else {
+                print!("{}", output::tasks_table(&done));
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Bench { server, tool, tasks, concurrency, json, .. } => {
+            let report = bench::bench(engine, &server, &tool, prepared.args, tasks, concurrency).await?;
+            if json {
+                output::print_json(&report);
+            } else {
+                print!("{report}");
+            }
+            Ok(if report.failed == 0 { EXIT_COMPLETED } else { EXIT_FAILED })
+        }
+        Command::Tasks { .. } | Command::Show { .. } => unreachable!("handled without the engine"),
+    }
+}
+
+/// The store for reading only, without the engine's lock; `None` when nothing was ever stored, so
+/// looking does not create a data directory.
+fn read_store(paths: &Paths) -> Result<Option<Store>> {
+    let file = paths.store_file();
+    if !file.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open(file)?))
+}
+
+fn not_found(e: StoreError) -> CliError {
+    CliError::runtime(e.to_string())
+}
+
+fn not_found_engine(e: taskdeck_engine::EngineError) -> CliError {
+    CliError::runtime(e.to_string())
+}
+
+/// Quotes a path for the printed hint only when the shell would split it.
+fn shell_word(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:=@".contains(c)) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
