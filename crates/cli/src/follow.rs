@@ -24,9 +24,7 @@ pub struct Follow<'a> {
     pub invocation: String,
 }
 
-pub fn waiting(t: &TaskRecord) -> bool {
-    t.status == TaskStatus::InputRequired && t.question.is_some()
-}
+pub use taskdeck_engine::is_waiting_for_answer as waiting;
 
 impl Follow<'_> {
     /// Drives the task until it ends or waits on a question nobody here can answer, prints it,
