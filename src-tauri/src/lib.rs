@@ -1,0 +1,72 @@
+//! The desktop shell. It owns windows, IPC and OS integration only; task logic lives in the engine crates.
+
+mod cli;
+pub mod commands;
+
+use tauri::Manager;
+
+pub use cli::{Cli, Paths, PathsError};
+
+/// The label of the one window declared in `tauri.conf.json`.
+pub const MAIN_WINDOW: &str = "main";
+
+pub fn run(paths: Paths) -> tauri::Result<()> {
+    let instance_id = single_instance_id(&paths);
+    tauri::Builder::default()
+        // Registered first so a second launch exits before it builds anything of its own.
+        .plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(instance_id)
+                .callback(|app, _argv, _cwd| focus_main(app))
+                .build(),
+        )
+        .manage(paths)
+        .invoke_handler(tauri::generate_handler![commands::app_info])
+        .run(tauri::generate_context!())
+}
+
+fn focus_main(app: &tauri::AppHandle) {
+    if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
+        // Each step is best effort: a window manager may refuse focus, and there is nothing to report to.
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+}
+
+/// One instance per data directory, not per user: two instances on one store would fight over it, while
+/// instances on different stores (tests, a second profile) are independent and may run side by side.
+fn single_instance_id(paths: &Paths) -> String {
+    format!("dev.taskdeck.Taskdeck.store_{:016x}", fnv1a(paths.data_dir.as_os_str().as_encoded_bytes()))
+}
+
+// A hash that stays the same across Rust releases, so two builds agree on the same D-Bus name.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(data_dir: &str) -> Paths {
+        Paths { config: "/c/servers.json".into(), data_dir: data_dir.into() }
+    }
+
+    #[test]
+    fn instances_on_the_same_store_share_an_id() {
+        assert_eq!(single_instance_id(&paths("/a")), single_instance_id(&paths("/a")));
+        assert_ne!(single_instance_id(&paths("/a")), single_instance_id(&paths("/b")));
+    }
+
+    #[test]
+    fn instance_id_is_a_valid_dbus_name() {
+        let id = single_instance_id(&paths("/tmp/some dir/ünï"));
+        // D-Bus: elements of [A-Za-z0-9_], none starting with a digit, at most 255 bytes in all.
+        assert!(id.len() < 200);
+        for element in id.split('.') {
+            assert!(!element.is_empty() && !element.starts_with(|c: char| c.is_ascii_digit()), "{id}");
+            assert!(element.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{id}");
+        }
+    }
+}
