@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { By, until } from 'selenium-webdriver';
-import { eventually, startApp, visibleWindowsTitled } from '../support/app.mjs';
+import { eventually, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
 
 test('the app opens one Taskdeck window with the sidebar and the paths it was given', async () => {
   const app = await startApp();
@@ -31,6 +31,9 @@ test('the app opens one Taskdeck window with the sidebar and the paths it was gi
     await driver.findElement(By.css('[data-testid="nav-servers"]')).click();
     const configPath = await driver.wait(until.elementLocated(By.css('[data-testid="config-path"]')), 5000);
     assert.equal(await configPath.getText(), app.configPath);
+
+    // Nothing here should notify; this also proves the recorder is in place for tests that expect one.
+    assert.deepEqual(recordedNotifications(), []);
   } finally {
     await app.stop();
   }

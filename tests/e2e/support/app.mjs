@@ -164,3 +164,22 @@ export async function eventually(probe, ms = 10000, every = 100) {
   } while (Date.now() < until);
   return value;
 }
+
+/**
+ * Desktop notifications the app has sent so far, as recorded by support/notify-recorder.py, which
+ * run.sh starts on the session bus before any app. Each is `{id, app_name, summary, body, hints, …}`.
+ */
+export function recordedNotifications() {
+  const file = process.env.TASKDECK_E2E_NOTIFICATIONS;
+  if (!file) throw new Error('TASKDECK_E2E_NOTIFICATIONS is unset: run the suite through tests/e2e/run.sh');
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return []; // nothing recorded yet
+  }
+  return text
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line));
+}
