@@ -3,7 +3,7 @@
 
 # Debian 12 names. WebKitGTK and friends to build; Xvfb, a session bus, the WebKit WebDriver, xdotool and
 # python3-dbus/gi (notification recorder) to test headless.
-SYSTEM_PACKAGES += libwebkit2gtk-4.1-dev build-essential pkg-config curl wget file libxdo-dev libssl-dev \
+SYSTEM_PACKAGES += libwebkit2gtk-4.1-dev curl wget file libxdo-dev libssl-dev \
   libayatana-appindicator3-dev librsvg2-dev \
   xvfb xauth x11-utils dbus dbus-x11 libglib2.0-bin python3-dbus python3-gi webkit2gtk-driver xdotool
 TEST_SUITES += ui-check test-e2e
@@ -30,7 +30,7 @@ ui/dist/.built: ui/node_modules/.installed $(UI_INPUTS)
 	touch $@
 
 ui-check: ui-deps
-	cd ui && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings --output machine
+	cd ui && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings
 	cd ui && npx vitest run
 
 # Cargo decides what is stale (the UI is embedded, and the build script tracks it), so this always asks.
