@@ -1,0 +1,101 @@
+//! The store-less baseline: the same client library the engine uses, on one session, with nothing
+//! written anywhere. Whatever the engine costs beyond this is its store, its drivers and its events.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use taskdeck_client::{IgnoreEvents, ServerSpec, Session, SessionOptions, StartOptions, Started, TaskSnapshot};
+use taskdeck_store::TaskStatus;
+
+use crate::stats;
+
+pub struct Args {
+    pub server: ServerSpec,
+    pub tool: String,
+    pub arguments: Value,
+    pub tasks: usize,
+    pub concurrency: usize,
+}
+
+/// The server's suggested interval, with the same fallback the engine uses when it gives none.
+fn poll_interval(s: &TaskSnapshot) -> Duration {
+    Duration::from_millis(s.poll_interval_ms.filter(|m| *m > 0).unwrap_or(1000) as u64)
+}
+
+/// One lifecycle: start, then `tasks/get` at the server's interval until terminal. Returns whether
+/// it ended well.
+async fn lifecycle(session: &Session, tool: &str, arguments: &Value) -> bool {
+    let handle = match session.start_tool(tool, arguments.clone(), &StartOptions::default()).await {
+        Ok(Started::Task(h)) => h,
+        Ok(Started::Completed(r)) => return !r.is_error(),
+        Err(_) => return false,
+    };
+    let mut every = poll_interval(&handle);
+    loop {
+        tokio::time::sleep(every).await;
+        let s = match session.get_task(&handle.task_id).await {
+            Ok(s) => s,
+            Err(_) => return false,
+        };
+        if s.status.is_terminal() {
+            if s.status != TaskStatus::Completed {
+                return false;
+            }
+            // A legacy server keeps the result behind tasks/result, which no longer blocks now.
+            return match &s.result {
+                Some(r) => !r.is_error(),
+                None => session.task_result(&handle.task_id).await.is_ok_and(|r| !r.is_error()),
+            };
+        }
+        every = poll_interval(&s);
+    }
+}
+
+pub async fn run(args: Args) -> Result<Value, String> {
+    let session = Session::connect(&args.server, SessionOptions::default(), Arc::new(IgnoreEvents))
+        .await
+        .map_err(|e| format!("connecting to {}: {e}", args.server.name))?;
+    // Listing once up front keeps the tool lookup out of the first timed calls, as the engine's
+    // server is also connected and listed before its clock starts.
+    session.tool(&args.tool).await.map_err(|e| e.to_string())?;
+    let era = format!("{:?}", session.era()).to_lowercase();
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let workers: Vec<_> = (0..args.concurrency)
+        .map(|_| {
+            let (session, next, tool, arguments) =
+                (session.clone(), next.clone(), args.tool.clone(), args.arguments.clone());
+            let total = args.tasks;
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < total {
+                    let t0 = Instant::now();
+                    let ok = lifecycle(&session, &tool, &arguments).await;
+                    mine.push((t0.elapsed(), ok));
+                }
+                mine
+            })
+        })
+        .collect();
+    let mut results = Vec::with_capacity(args.tasks);
+    for w in workers {
+        results.extend(w.await.map_err(|e| e.to_string())?);
+    }
+    let took = start.elapsed();
+    session.shutdown(Duration::from_secs(2)).await;
+
+    let latencies: Vec<Duration> = results.iter().map(|(d, _)| *d).collect();
+    Ok(json!({
+        "client": "bare",
+        "era": era,
+        "tasks": results.len(),
+        "concurrency": args.concurrency,
+        "failed": results.iter().filter(|(_, ok)| !ok).count(),
+        "elapsed_s": took.as_secs_f64(),
+        "tasks_per_s": stats::per_second(results.len(), took),
+        "latency_ms": stats::latency_json(&latencies),
+    }))
+}
