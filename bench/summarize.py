@@ -1,0 +1,154 @@
+"""Joins the per-benchmark JSON files of one `make bench` run into results.json and results.md,
+with every ratio taken between figures of that same run, and prints the summary."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+out, tasks, conc, polls, inspector_version = sys.argv[1:6]
+POLLS = [int(p) for p in polls.split()]
+
+WORKLOADS = [
+    ("count", "count", {"n": 1, "delay_ms": 0},
+     "plain `tools/call`: `count` is taskSupport optional, and the Inspector makes a task only when required"),
+    ("report", "generate_report", {"topic": "bench", "seconds": 0},
+     "task (`generate_report` is task-required): the Inspector's own task path"),
+]
+
+
+def load(name):
+    with open(os.path.join(out, name + ".json")) as f:
+        return json.load(f)
+
+
+def cpu_model():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def cmd(*argv):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def ratio(a, b):
+    return round(a / b, 2) if b else None
+
+
+progress, resume = load("progress"), load("resume")
+
+machine = {
+    "nproc": os.cpu_count(),
+    "cpu": cpu_model(),
+    "loadavg_at_end": open("/proc/loadavg").read().split()[:3],
+    "kernel": platform.release(),
+    "node": cmd("node", "--version"),
+    "rustc": os.environ.get("BENCH_RUSTC_VERSION") or cmd("rustc", "--version"),
+    "commit": cmd("git", "rev-parse", "--short", "HEAD"),
+    "worktree_dirty": cmd("git", "status", "--porcelain", "--untracked-files=no") not in ("", "unknown"),
+}
+
+def lifecycles(name, tool, args, poll_ms):
+    name = f"{name}-{poll_ms}"
+    engine, bare, insp = load(name + "-engine"), load(name + "-bare"), load(name + "-inspector")
+    insp = insp.get("result", insp)
+    e, b, i = engine["tasks_per_s"], bare["tasks_per_s"], insp["throughput"]
+    return {
+        "workload": {"tool": tool, "arguments": args, "tasks": int(tasks), "concurrency": int(conc),
+                     "server_poll_interval_ms": int(poll_ms)},
+        "engine": engine,
+        "bare_client": bare,
+        "inspector": dict(insp, version=inspector_version),
+        "ratio_engine_vs_inspector": ratio(e, i),
+        "ratio_engine_vs_bare": ratio(e, b),
+        "targets": {"engine_vs_inspector": 3.0, "engine_vs_bare": 0.7},
+    }
+
+
+results = {
+    "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    "machine": machine,
+    "lifecycles": {f"{name}-poll{p}": lifecycles(name, tool, args, p) for p in POLLS for name, tool, args, _ in WORKLOADS},
+    "progress": progress,
+    "resume": resume,
+}
+with open(os.path.join(out, "results.json"), "w") as f:
+    json.dump(results, f, indent=2)
+    f.write("\n")
+
+
+def lat(d):
+    return f"{d['p50']} / {d['p90']} / {d['p99']} / {d['max']}"
+
+
+pe, ps, pb = progress["engine_path"], progress["commit_per_update"], progress["batched_every_update"]
+by = {(r["shape"], r["tasks"]): r for r in resume["runs"]}
+sizes = sorted({r["tasks"] for r in resume["runs"]})
+md = [
+    f"Run of {results['when']} on commit `{machine['commit']}`: {machine['nproc']} cores, {machine['cpu']}, "
+    f"load average {' '.join(machine['loadavg_at_end'])} at the end; {machine['rustc']}, node {machine['node']}.",
+    "",
+    f"**Lifecycles**: {tasks} per client and workload, {conc} concurrent on one server process.",
+    "",
+    "| server pollInterval | workload | client | what one lifecycle is | tasks/s | latency ms p50 / p90 / p99 / max | failed | engine ÷ this |",
+    "| ---: | --- | --- | --- | ---: | --- | ---: | ---: |",
+]
+for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WORKLOADS]:
+    r = results["lifecycles"][f"{name}-poll{p}"]
+    e, b, i = r["engine"], r["bare_client"], r["inspector"]
+    w = f"{p} ms | `{tool} {json.dumps(args, separators=(',', ':'))}`"
+    md += [
+        f"| {w} | engine (`taskdeck-cli bench`) | task; store, driver, events; `tasks/get` polling | "
+        f"{e['tasks_per_s']} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
+        f"| {w} | bare client (`taskdeck-bench bare`) | task; no store; `tasks/get` polling | "
+        f"{b['tasks_per_s']} | {lat(b['latency_ms'])} | {b['failed']} | **{r['ratio_engine_vs_bare']}x** |",
+        f"| {w} | Inspector {inspector_version} `--cli --load` | {inspector_does} | {i['throughput']} | "
+        f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | **{r['ratio_engine_vs_inspector']}x** |",
+    ]
+md += [
+    "",
+    f"**Durable progress** ({pe['tasks']} tasks):",
+    "",
+    "| path | updates/s | commits | vs one commit each |",
+    "| --- | ---: | ---: | ---: |",
+    f"| one commit per update | {ps['updates_per_s']} | {ps['commits']} | 1 |",
+    f"| `apply_batch` of {pb['batch']}, every update written | {pb['updates_per_s']} | {pb['commits']} | "
+    f"{progress['ratio_batched_vs_single']}x |",
+    f"| engine path: latest per task, one `apply_batch` per {pe['flush_interval_ms']} ms | "
+    f"{pe['updates_per_s']} | {pe['commits']} ({pe['rows_written']} rows) | {progress['ratio_engine_vs_single']}x |",
+    "",
+    f"Engine path: slowest flush {pe['slowest_flush_ms']:.1f} ms, so a value is on disk at most "
+    f"{pe['flush_interval_ms'] + pe['slowest_flush_ms']:.0f} ms after it arrived.",
+    "",
+    "**Resume**:",
+    "",
+    "| tasks | `call`: resume() (all failed as interrupted) | `task`: resume() returns | `task`: all re-attached and settled |",
+    "| ---: | ---: | ---: | ---: |",
+]
+for n in sizes:
+    c, t = by.get(("call", n), {}), by.get(("task", n), {})
+    md.append(f"| {n} | {c.get('resume_returned_ms')} ms | {t.get('resume_returned_ms')} ms | "
+              f"{t.get('all_settled_ms')} ms |")
+if len(sizes) >= 2:
+    lo, hi = sizes[0], sizes[-1]
+    growth = {shape: ratio(by[(shape, hi)][key], by[(shape, lo)][key])
+              for shape, key in [("call", "resume_returned_ms"), ("task", "all_settled_ms")]}
+    results["resume"]["growth"] = {"from": lo, "to": hi, "size_ratio": ratio(hi, lo), **growth}
+    md += ["", f"From {lo} to {hi} tasks ({ratio(hi, lo)}x): `call` resume grows {growth['call']}x, "
+           f"`task` settle grows {growth['task']}x."]
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+
+with open(os.path.join(out, "results.md"), "w") as f:
+    f.write("\n".join(md) + "\n")
+print("\n".join(md))
+print(f"\nwritten: {out}/results.json and {out}/results.md")

@@ -1,0 +1,21 @@
+# `make bench`: every benchmark in docs/benchmarks.md, on release builds in the default target/,
+# with results in target/bench/ (results.json, results.md). Not part of `make test`: the figures
+# depend on the machine, and a slow CI runner must not fail a build.
+
+BENCH_OUT := target/bench
+BENCH_BINS := taskdeck-cli taskdeck-demo-server taskdeck-bench
+
+.PHONY: bench bench-deps bench-build
+
+# The Inspector the lifecycle benchmark compares against, pinned in bench/package-lock.json.
+bench-deps: bench/node_modules/.installed
+bench/node_modules/.installed: bench/package.json bench/package-lock.json | deps
+	cd bench && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+bench-build: | deps
+	cargo build --release --locked $(addprefix -p ,$(BENCH_BINS))
+
+# A hang fails the run instead of holding the machine; the whole run takes a few minutes.
+bench: bench-build bench-deps
+	timeout --kill-after=15 900 bench/run.sh target/release $(BENCH_OUT)
