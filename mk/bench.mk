@@ -7,7 +7,9 @@ BENCH_BINS := taskdeck-cli taskdeck-demo-server taskdeck-bench
 
 .PHONY: bench bench-deps bench-build
 
-# The Inspector the lifecycle benchmark compares against, pinned in bench/package-lock.json.
+# The Inspector the lifecycle benchmark compares against, pinned in bench/package-lock.json. Its web
+# UI's vite is overridden to 7: vite 8 lists an optional package the registry here lacks, so npm ci
+# rejects the lock; the CLI that is benchmarked never loads vite.
 bench-deps: bench/node_modules/.installed
 bench/node_modules/.installed: bench/package.json bench/package-lock.json | deps
 	cd bench && npm ci --no-audit --no-fund --loglevel=error
