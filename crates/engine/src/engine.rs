@@ -154,8 +154,15 @@ impl Engine {
     /// Takes the data directory's lock, opens the store and reads the config. Servers start on
     /// first use; call [`Engine::resume`] to pick up the tasks a previous run left.
     pub async fn open(paths: Paths, opts: EngineOptions) -> Result<Engine> {
-        let lock = DataDirLock::acquire(&paths.data_dir)?;
         let config = Config::load(&paths)?;
+        Self::open_with_config(paths, opts, config).await
+    }
+
+    /// Like [`Engine::open`] with a config the caller loaded. The desktop app uses it to start with
+    /// no servers when the config file is broken, show the error, and pick up the fix with
+    /// [`Engine::reload_config`].
+    pub async fn open_with_config(paths: Paths, opts: EngineOptions, config: Config) -> Result<Engine> {
+        let lock = DataDirLock::acquire(&paths.data_dir)?;
         let store_path = paths.store_file();
         let store = tokio::task::spawn_blocking(move || Store::open(store_path))
             .await
