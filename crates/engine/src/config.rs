@@ -24,6 +24,8 @@ pub enum ConfigError {
     Field { file: PathBuf, field: String, reason: String },
     #[error("no home directory: set {0}, XDG_DATA_HOME/XDG_CONFIG_HOME or HOME")]
     NoHome(&'static str),
+    #[error("cannot make {path} absolute: {reason}")]
+    Absolute { path: PathBuf, reason: String },
 }
 
 /// The config and data locations a front end was started with.
@@ -36,24 +38,38 @@ pub struct Paths {
 impl Paths {
     /// Resolves `--config`/`--data-dir`, then `TASKDECK_CONFIG`/`TASKDECK_DATA_DIR`, then the XDG
     /// defaults (`$XDG_CONFIG_HOME/taskdeck/servers.json`, `$XDG_DATA_HOME/taskdeck`).
+    /// Both paths come back absolute: they are shown to the user and handed to child processes
+    /// that run elsewhere.
     pub fn resolve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<Paths, ConfigError> {
-        let env_path = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let home = env_path("HOME");
-        let config = match config.or_else(|| env_path(CONFIG_ENV)) {
+        Self::resolve_with(config, data_dir, |k| std::env::var_os(k).map(PathBuf::from))
+    }
+
+    /// [`Paths::resolve`] with the environment passed in, so the fallbacks can be tested.
+    pub fn resolve_with(
+        config: Option<PathBuf>,
+        data_dir: Option<PathBuf>,
+        env: impl Fn(&str) -> Option<PathBuf>,
+    ) -> Result<Paths, ConfigError> {
+        let set = |k: &str| env(k).filter(|v| !v.as_os_str().is_empty());
+        // The XDG spec says a relative value must be ignored, as if unset.
+        let xdg = |var: &str, home_suffix: &str, what: &'static str| {
+            set(var)
+                .filter(|p| p.is_absolute())
+                .or_else(|| set("HOME").map(|h| h.join(home_suffix)))
+                .ok_or(ConfigError::NoHome(what))
+        };
+        let config = match config.or_else(|| set(CONFIG_ENV)) {
             Some(c) => c,
-            None => env_path("XDG_CONFIG_HOME")
-                .or_else(|| home.as_ref().map(|h| h.join(".config")))
-                .ok_or(ConfigError::NoHome(CONFIG_ENV))?
-                .join("taskdeck/servers.json"),
+            None => xdg("XDG_CONFIG_HOME", ".config", CONFIG_ENV)?.join("taskdeck/servers.json"),
         };
-        let data_dir = match data_dir.or_else(|| env_path(DATA_DIR_ENV)) {
+        let data_dir = match data_dir.or_else(|| set(DATA_DIR_ENV)) {
             Some(d) => d,
-            None => env_path("XDG_DATA_HOME")
-                .or_else(|| home.as_ref().map(|h| h.join(".local/share")))
-                .ok_or(ConfigError::NoHome(DATA_DIR_ENV))?
-                .join("taskdeck"),
+            None => xdg("XDG_DATA_HOME", ".local/share", DATA_DIR_ENV)?.join("taskdeck"),
         };
-        Ok(Paths { config, data_dir })
+        let absolute = |p: PathBuf| {
+            std::path::absolute(&p).map_err(|e| ConfigError::Absolute { path: p.clone(), reason: e.to_string() })
+        };
+        Ok(Paths { config: absolute(config)?, data_dir: absolute(data_dir)? })
     }
 
     pub fn store_file(&self) -> PathBuf {
@@ -217,6 +233,29 @@ mod tests {
         let e = parse(r#"{"mcpServers": {"web": {"url": "https://x"}}}"#).unwrap_err();
         assert!(e.to_string().contains("only stdio servers"), "{e}");
         assert!(matches!(parse("{oops"), Err(ConfigError::Json { .. })));
+    }
+
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<PathBuf> {
+        move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| PathBuf::from(v))
+    }
+
+    #[test]
+    fn paths_follow_flags_then_env_then_xdg_then_home() {
+        let p = Paths::resolve_with(None, None, env_of(&[("XDG_CONFIG_HOME", "/x/cfg"), ("XDG_DATA_HOME", "/x/data")]))
+            .unwrap();
+        assert_eq!(p, Paths { config: "/x/cfg/taskdeck/servers.json".into(), data_dir: "/x/data/taskdeck".into() });
+        let p =
+            Paths::resolve_with(None, None, env_of(&[("HOME", "/home/ada"), ("XDG_DATA_HOME", "relative")])).unwrap();
+        assert_eq!(p.data_dir, PathBuf::from("/home/ada/.local/share/taskdeck"), "a relative XDG value is ignored");
+        let p = Paths::resolve_with(None, None, env_of(&[("TASKDECK_CONFIG", "/c.json"), ("TASKDECK_DATA_DIR", "/d")]))
+            .unwrap();
+        assert_eq!(p, Paths { config: "/c.json".into(), data_dir: "/d".into() });
+        let p =
+            Paths::resolve_with(Some("/f.json".into()), Some("here".into()), env_of(&[("TASKDECK_CONFIG", "/c.json")]))
+                .unwrap();
+        assert_eq!(p.config, PathBuf::from("/f.json"));
+        assert!(p.data_dir.is_absolute() && p.data_dir.ends_with("here"));
+        assert!(matches!(Paths::resolve_with(None, None, env_of(&[])), Err(ConfigError::NoHome(_))));
     }
 
     #[test]

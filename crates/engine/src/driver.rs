@@ -134,8 +134,10 @@ async fn start(
                 }
             };
             inner.publish_task(&rec);
-            inner.register_remote(&rec);
+            // The handle is older than any question that arrived before it was registered; applied
+            // after those, its `working` would take the question away again.
             apply_snapshot(inner, &rec, &handle, era);
+            inner.register_remote(&rec);
             follow_attached(inner, session, &rec, &handle.task_id, rx, handle.poll_interval_ms).await
         }
         Ok(Started::Completed(result)) => {
