@@ -71,14 +71,16 @@ fn init_logging() {
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {
-    let mut invocation = String::new();
-    if let Some(c) = &cli.config {
-        invocation.push_str(&format!(" --config {}", shell_word(&c.display().to_string())));
-    }
-    if let Some(d) = &cli.data_dir {
-        invocation.push_str(&format!(" --data-dir {}", shell_word(&d.display().to_string())));
-    }
+    let (given_config, given_data_dir) = (cli.config.is_some(), cli.data_dir.is_some());
     let paths = Paths::resolve(cli.config, cli.data_dir).map_err(|e| CliError::usage(e.to_string()))?;
+    // Resolved to absolute paths, so the printed `answer` command works from any directory.
+    let mut invocation = String::new();
+    if given_config {
+        invocation.push_str(&format!(" --config {}", shell_word(&paths.config.display().to_string())));
+    }
+    if given_data_dir {
+        invocation.push_str(&format!(" --data-dir {}", shell_word(&paths.data_dir.display().to_string())));
+    }
     match cli.command {
         Command::Tasks { status, json } => {
             let tasks = match read_store(&paths)? {
@@ -109,8 +111,8 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             // Usage errors in the command line come before the lock: a typo must not wait on
             // another Taskdeck or start servers.
             let prepared = Prepared::of(&command)?;
-            Config::load(&paths).map_err(|e| CliError::usage(e.to_string()))?;
-            let engine = Engine::open(paths, engine_options()?).await?;
+            let config = Config::load(&paths).map_err(|e| CliError::usage(e.to_string()))?;
+            let engine = Engine::open_with_config(paths, engine_options()?, config).await?;
             let outcome = with_engine(&engine, command, prepared, invocation).await;
             engine.shutdown().await;
             outcome

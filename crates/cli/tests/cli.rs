@@ -506,13 +506,13 @@ fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
     let mut child = line("run demo diagnose_incident");
     let t = env.wait_task(|t| t["status"] == "input_required" && t["tool"] == "diagnose_incident");
     std::thread::sleep(Duration::from_millis(300));
-    let out =
-        Command::new("pgrep").args(["-f", "--", &format!("{} run demo", env.data_dir().display())]).output().unwrap();
-    for pid in String::from_utf8_lossy(&out.stdout).lines() {
-        let pid: u32 = pid.trim().parse().unwrap();
-        if pid != child.id() {
-            signal(pid, "KILL");
-        }
+    // The CLI behind `script` (and its shell) is found by the lock it holds, which names it.
+    let lock = std::fs::read_to_string(env.data_dir().join("engine.lock")).unwrap();
+    let pid: u32 = lock.strip_prefix("pid ").and_then(|r| r.split(' ').next()).and_then(|p| p.parse().ok()).unwrap();
+    signal(pid, "KILL");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}/cmdline")).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
     }
     let _ = child.kill();
     let _ = child.wait();
@@ -575,4 +575,17 @@ fn bench_reports_throughput_and_latency() {
 
     let out = env.run(&["bench", "demo", "count", "--args", r#"{"n": "x"}"#, "--tasks", "2"]);
     assert_eq!(out.code, 2, "{out:?}");
+}
+
+#[test]
+fn a_server_that_cannot_start_is_a_runtime_error_naming_it() {
+    let env = Env::demo();
+    let config = env.dir.path().join("broken.json");
+    let text = json!({"mcpServers": {"broken": {"command": env.dir.path().join("no-such-server")}}});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let env = Env { config: Some(config), ..env };
+    let out = env.run(&["run", "broken", "anything"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("broken") && out.stderr.contains("not available"), "{out:?}");
+    assert!(env.tasks().is_empty());
 }
