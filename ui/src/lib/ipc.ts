@@ -1,11 +1,59 @@
 import { invoke, isTauri } from '@tauri-apps/api/core';
-import type { AppInfo } from './bindings/AppInfo';
+import { listen, type UnlistenFn } from '@tauri-apps/api/event';
+import { inertText } from './text';
+import type {
+  AppInfo,
+  ElicitAnswer,
+  EngineBatch,
+  JsonValue,
+  LogLine,
+  ServerStatus,
+  TaskDetail,
+  TaskRecord,
+  ToolInfo,
+} from './types';
 
 export type { AppInfo };
 
 /** True inside the app's webview; false when the UI runs in a plain browser via `npm run dev`. */
 export const inApp = isTauri();
 
-export function appInfo(): Promise<AppInfo> {
-  return invoke<AppInfo>('app_info');
+/** How every command rejects: a machine-readable code to act on, and a message for people. */
+export type IpcError = { code: string; message: string };
+
+export function isIpcError(err: unknown): err is IpcError {
+  return typeof err === 'object' && err !== null && typeof (err as IpcError).code === 'string';
+}
+
+/** A rejection as one line of inert text, whatever shape it arrived in. */
+export function errorText(err: unknown): string {
+  if (isIpcError(err)) return inertText(err.message || err.code, 400);
+  if (err instanceof Error) return inertText(err.message, 400);
+  return inertText(err, 400);
+}
+
+export const appInfo = () => invoke<AppInfo>('app_info');
+export const listServers = () => invoke<ServerStatus[]>('list_servers');
+export const restartServer = (name: string) => invoke<void>('restart_server', { name });
+export const serverLog = (name: string) => invoke<LogLine[]>('server_log', { name });
+export const reloadConfig = () => invoke<ServerStatus[]>('reload_config');
+export const editConfig = () => invoke<void>('edit_config');
+export const listTools = (server: string) => invoke<ToolInfo[]>('list_tools', { server });
+export const runTool = (server: string, tool: string, args: JsonValue) =>
+  invoke<TaskRecord>('run_tool', { server, tool, arguments: args });
+export const listTasks = () => invoke<TaskRecord[]>('list_tasks');
+export const taskDetail = (id: string) => invoke<TaskDetail>('task_detail', { id });
+export const answerTask = (id: string, answer: ElicitAnswer) => invoke<TaskRecord>('answer_task', { id, answer });
+export const cancelTask = (id: string) => invoke<TaskRecord>('cancel_task', { id });
+export const rerunTask = (id: string) => invoke<TaskRecord>('rerun_task', { id });
+export const openUrl = (url: string) => invoke<void>('open_url', { url });
+export const setNotificationsMuted = (muted: boolean) => invoke<void>('set_notifications_muted', { muted });
+export const setViewingTask = (id: string | null) => invoke<void>('set_viewing_task', { id });
+
+export function onEngineBatch(handler: (batch: EngineBatch) => void): Promise<UnlistenFn> {
+  return listen<EngineBatch>('engine-batch', (e) => handler(e.payload));
+}
+
+export function onFocusTask(handler: (id: string) => void): Promise<UnlistenFn> {
+  return listen<{ id: string }>('focus-task', (e) => handler(e.payload.id));
 }

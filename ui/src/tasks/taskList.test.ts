@@ -1,0 +1,118 @@
+import { describe, expect, it } from 'vitest';
+import {
+  appendBounded,
+  applyByName,
+  applyTasks,
+  elapsedMs,
+  filterTasks,
+  progressPercent,
+  taskMessage,
+} from './taskList';
+import { task } from './testing';
+
+const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
+
+describe('applying engine batches to the task list', () => {
+  const list = [task({ id: 'c', created_at: at(3) }), task({ id: 'b', created_at: at(2) }), task({ id: 'a', created_at: at(1) })];
+
+  it('replaces a known task where it stands', () => {
+    const next = applyTasks(list, [task({ id: 'b', created_at: at(2), status: 'completed' })]);
+    expect(next.map((t) => t.id)).toEqual(['c', 'b', 'a']);
+    expect(next[1]!.status).toBe('completed');
+    expect(next[0]).toBe(list[0]);
+  });
+
+  it('puts a new task at the top and an older one in its place', () => {
+    const next = applyTasks(list, [task({ id: 'old', created_at: at(0) }), task({ id: 'd', created_at: at(4) })]);
+    expect(next.map((t) => t.id)).toEqual(['d', 'c', 'b', 'a', 'old']);
+  });
+
+  it('keeps the last record when a batch names a task twice', () => {
+    const next = applyTasks(list, [task({ id: 'a', created_at: at(1), status: 'working' }), task({ id: 'a', created_at: at(1), status: 'failed' })]);
+    expect(next.filter((t) => t.id === 'a').map((t) => t.status)).toEqual(['failed']);
+  });
+
+  it('returns the same list for an empty batch', () => {
+    expect(applyTasks(list, [])).toBe(list);
+  });
+
+  it('orders tasks created in the same millisecond by id, stably', () => {
+    const next = applyTasks([], [task({ id: 'x1', created_at: at(1) }), task({ id: 'x2', created_at: at(1) })]);
+    expect(next.map((t) => t.id)).toEqual(['x2', 'x1']);
+  });
+
+  it('copes with ten thousand tasks and a busy batch', () => {
+    const big = Array.from({ length: 10_000 }, (_, i) => task({ id: `t${i}`, created_at: at(10_000 - i) }));
+    const updates = Array.from({ length: 200 }, (_, i) => task({ id: `t${i * 7}`, created_at: at(10_000 - i * 7), status: 'completed' }));
+    const started = performance.now();
+    const next = applyTasks(big, updates);
+    expect(performance.now() - started).toBeLessThan(100);
+    expect(next).toHaveLength(10_000);
+    expect(next[7]!.status).toBe('completed');
+  });
+});
+
+describe('servers and logs', () => {
+  it('replaces servers by name and appends new ones', () => {
+    const next = applyByName([{ name: 'a', v: 1 }, { name: 'b', v: 1 }], [{ name: 'b', v: 2 }, { name: 'c', v: 1 }]);
+    expect(next).toEqual([{ name: 'a', v: 1 }, { name: 'b', v: 2 }, { name: 'c', v: 1 }]);
+  });
+
+  it('keeps only the newest log lines', () => {
+    expect(appendBounded([1, 2, 3], [4, 5], 4)).toEqual([2, 3, 4, 5]);
+  });
+});
+
+describe('filtering and searching tasks', () => {
+  const list = [
+    task({ id: 'aaa-1', tool: 'generate_report', status: 'working', status_message: 'Drafting the summary' }),
+    task({ id: 'bbb-2', tool: 'diagnose_incident', status: 'input_required', question: { key: 'q', request: {} } }),
+    task({ id: 'ccc-3', tool: 'count', server: 'other', status: 'completed' }),
+    task({ id: 'ddd-4', tool: 'flaky_export', status: 'failed', progress: { progress: 60, total: 100, message: 'Exporting rows' } }),
+  ];
+  const ids = (f: Parameters<typeof filterTasks>[1]) => filterTasks(list, f).map((t) => t.id);
+  const none = { status: 'all' as const, server: null, query: '' };
+
+  it('filters by status, running meaning not finished', () => {
+    expect(ids({ ...none, status: 'active' })).toEqual(['aaa-1', 'bbb-2']);
+    expect(ids({ ...none, status: 'needs_input' })).toEqual(['bbb-2']);
+    expect(ids({ ...none, status: 'failed' })).toEqual(['ddd-4']);
+  });
+
+  it('filters by server', () => {
+    expect(ids({ ...none, server: 'other' })).toEqual(['ccc-3']);
+  });
+
+  it('searches tool, server, messages and id, case-insensitively, every word', () => {
+    expect(ids({ ...none, query: 'DRAFTING' })).toEqual(['aaa-1']);
+    expect(ids({ ...none, query: 'exporting' })).toEqual(['ddd-4']);
+    expect(ids({ ...none, query: 'ccc' })).toEqual(['ccc-3']);
+    expect(ids({ ...none, query: 'demo incident' })).toEqual(['bbb-2']);
+    expect(ids({ ...none, query: 'nothing-like-this' })).toEqual([]);
+  });
+
+  it('returns the list itself when nothing filters', () => {
+    expect(filterTasks(list, none)).toBe(list);
+  });
+});
+
+describe('what a row shows', () => {
+  it('counts a running task up to now and a finished one to its end', () => {
+    const running = task({ id: 'r', created_at: at(0) });
+    expect(elapsedMs(running, Date.parse(at(30)))).toBe(30_000);
+    const done = task({ id: 'd', created_at: at(0), updated_at: at(12), status: 'completed' });
+    expect(elapsedMs(done, Date.parse(at(500)))).toBe(12_000);
+  });
+
+  it('has a determinate bar only when the total is known', () => {
+    expect(progressPercent(task({ id: 'p', progress: { progress: 3, total: 4, message: null } }))).toBe(75);
+    expect(progressPercent(task({ id: 'p', progress: { progress: 3, total: null, message: null } }))).toBeNull();
+    expect(progressPercent(task({ id: 'p', progress: { progress: 9, total: 4, message: null } }))).toBe(100);
+    expect(progressPercent(task({ id: 'p' }))).toBeNull();
+  });
+
+  it('shows the error message for a failed task, else the status message', () => {
+    expect(taskMessage(task({ id: 'f', status: 'failed', error: { code: null, message: 'boom', reason: null } }))).toBe('boom');
+    expect(taskMessage(task({ id: 'w', progress: { progress: 1, total: null, message: 'reading' } }))).toBe('reading');
+  });
+});

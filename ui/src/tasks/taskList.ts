@@ -1,0 +1,118 @@
+import { isTerminal, type TaskRecord, type TaskStatus } from '../lib/types';
+
+/** Newest first; equal times (same millisecond) fall back to the id so the order never flickers. */
+export function newerFirst(a: TaskRecord, b: TaskRecord): number {
+  if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/**
+ * Applies a batch of whole records to a newest-first list: a known id is replaced where it stands,
+ * an unknown one is inserted in order. Returns the same array when nothing changed, so views that
+ * compare by identity do not re-render. One pass over the list, whatever the batch size: with
+ * 10,000 tasks and a batch every frame, per-update searches would add up.
+ */
+export function applyTasks(list: readonly TaskRecord[], updates: readonly TaskRecord[]): TaskRecord[] {
+  if (updates.length === 0) return list as TaskRecord[];
+  const pending = new Map<string, TaskRecord>();
+  for (const u of updates) pending.set(u.id, u); // the last record for an id wins
+  let next = list.map((t) => {
+    const u = pending.get(t.id);
+    if (!u) return t;
+    pending.delete(t.id);
+    return u;
+  });
+  if (pending.size > 0) {
+    const fresh = [...pending.values()].sort(newerFirst);
+    next = mergeSorted(next, fresh);
+  }
+  return next;
+}
+
+function mergeSorted(a: TaskRecord[], b: TaskRecord[]): TaskRecord[] {
+  const out: TaskRecord[] = new Array(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  while (i < a.length && j < b.length) out[k++] = newerFirst(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!;
+  while (i < a.length) out[k++] = a[i++]!;
+  while (j < b.length) out[k++] = b[j++]!;
+  return out;
+}
+
+/** Replaces or appends by name, keeping the engine's order for known servers. */
+export function applyByName<T extends { name: string }>(list: readonly T[], updates: readonly T[]): T[] {
+  if (updates.length === 0) return list as T[];
+  const pending = new Map(updates.map((u) => [u.name, u]));
+  const next = list.map((s) => {
+    const u = pending.get(s.name);
+    if (!u) return s;
+    pending.delete(s.name);
+    return u;
+  });
+  return [...next, ...pending.values()];
+}
+
+/** Appends lines, keeping only the newest `max`: a chatty server must not grow the page without bound. */
+export function appendBounded<T>(lines: readonly T[], more: readonly T[], max: number): T[] {
+  const all = lines.concat(more);
+  return all.length > max ? all.slice(all.length - max) : all;
+}
+
+export type StatusFilter = 'all' | 'active' | 'needs_input' | TaskStatus;
+
+export const STATUS_FILTERS: { value: StatusFilter; label: string }[] = [
+  { value: 'all', label: 'All statuses' },
+  { value: 'active', label: 'Running' },
+  { value: 'needs_input', label: 'Needs input' },
+  { value: 'completed', label: 'Completed' },
+  { value: 'failed', label: 'Failed' },
+  { value: 'cancelled', label: 'Cancelled' },
+];
+
+export type TaskFilter = { status: StatusFilter; server: string | null; query: string };
+
+/** The user can act on it now: the server asked, and the question has arrived. */
+export function needsAnswer(t: TaskRecord): boolean {
+  return t.status === 'input_required' && t.question !== null;
+}
+
+function statusMatches(t: TaskRecord, f: StatusFilter): boolean {
+  if (f === 'all') return true;
+  if (f === 'active') return !isTerminal(t.status);
+  if (f === 'needs_input') return t.status === 'input_required';
+  return t.status === f;
+}
+
+/** Case-insensitive; every word must appear in the tool, server, message or id. */
+export function matchesQuery(t: TaskRecord, query: string): boolean {
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return true;
+  const hay = [t.tool, t.server, t.status_message ?? '', t.progress?.message ?? '', t.id].join('\n').toLowerCase();
+  return words.every((w) => hay.includes(w));
+}
+
+export function filterTasks(list: readonly TaskRecord[], f: TaskFilter): TaskRecord[] {
+  if (f.status === 'all' && f.server === null && f.query.trim() === '') return list as TaskRecord[];
+  return list.filter((t) => statusMatches(t, f.status) && (f.server === null || t.server === f.server) && matchesQuery(t, f.query));
+}
+
+/** Running tasks count up to `now`; finished ones show how long they took. */
+export function elapsedMs(t: TaskRecord, now: number): number {
+  const start = Date.parse(t.created_at);
+  const end = isTerminal(t.status) ? Date.parse(t.updated_at) : now;
+  return end - start;
+}
+
+/** 0..100 when the server gave a total, null for an indeterminate bar. */
+export function progressPercent(t: TaskRecord): number | null {
+  const p = t.progress;
+  if (!p || p.total === null || !(p.total > 0)) return null;
+  return Math.max(0, Math.min(100, (p.progress / p.total) * 100));
+}
+
+/** The one line that says what is happening: the server's message, else the progress message. */
+export function taskMessage(t: TaskRecord): string {
+  if (t.status === 'failed' && t.error) return t.error.message;
+  return t.status_message ?? t.progress?.message ?? '';
+}
