@@ -4,7 +4,9 @@ fn main() {
     ensure_frontend_dist();
     // Declaring the app's commands makes Tauri generate one `allow-<command>` permission per command,
     // so a command is unreachable from the webview until a capability grants it explicitly.
-    let manifest = tauri_build::AppManifest::new().commands(&["app_info"]);
+    let commands: &[&str] = &include!("src/command_names.in");
+    println!("cargo:rerun-if-changed=src/command_names.in");
+    let manifest = tauri_build::AppManifest::new().commands(commands);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).expect("tauri-build failed");
 }
 

@@ -1,10 +1,16 @@
-//! Everything the webview may call. Each command here must also be listed in `build.rs` and granted in
-//! `capabilities/main.json`, and each type it returns is exported to `ui/src/lib/bindings/`.
+//! Everything the webview may call. Each command here must also be listed in `build.rs` and granted
+//! in `capabilities/main.json`, and each type it takes or returns is exported to
+//! `ui/src/lib/bindings/` (see `tests/bindings.rs`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use taskdeck_engine::{
+    AnswerInput, Engine, EngineError, ListFilter, LogLine, ServerStatus, TaskEvent, TaskRecord, ToolInfo,
+};
+use tauri::State;
 use ts_rs::TS;
 
-use crate::Paths;
+use crate::bridge::AppState;
 
 /// What the UI shows about this running instance.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -12,19 +18,197 @@ pub struct AppInfo {
     pub version: String,
     pub config_path: String,
     pub data_dir: String,
+    /// Whether the config file exists; without it the demo server is the embedded default.
+    pub config_exists: bool,
+    /// Why the config could not be used, if it could not; the servers list is empty meanwhile.
+    pub config_error: Option<String>,
+    /// Why the engine did not start at all (for instance another process drives this data dir).
+    pub engine_error: Option<String>,
+    pub notifications_muted: bool,
 }
 
-impl AppInfo {
-    pub fn new(paths: &Paths) -> Self {
-        Self {
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            config_path: paths.config.display().to_string(),
-            data_dir: paths.data_dir.display().to_string(),
-        }
+/// A failed command, as the webview receives it: act on `code`, show `message`.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct CommandError {
+    pub code: String,
+    pub message: String,
+}
+
+impl From<EngineError> for CommandError {
+    fn from(e: EngineError) -> Self {
+        CommandError { code: e.code().to_owned(), message: e.to_string() }
+    }
+}
+
+type Result<T> = std::result::Result<T, CommandError>;
+
+fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
+    state.engine.as_ref().ok_or_else(|| CommandError {
+        code: "engine_unavailable".into(),
+        message: state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+    })
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct TaskDetail {
+    pub task: TaskRecord,
+    pub events: Vec<TaskEvent>,
+}
+
+/// The user's answer to a question.
+#[derive(Debug, Clone, Deserialize, TS)]
+pub struct AnswerPayload {
+    pub action: AnswerAction,
+    pub content: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerAction {
+    Accept,
+    Decline,
+    Cancel,
+}
+
+#[tauri::command]
+pub fn app_info(state: State<'_, AppState>) -> AppInfo {
+    AppInfo {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_path: state.paths.config.display().to_string(),
+        data_dir: state.paths.data_dir.display().to_string(),
+        config_exists: state.paths.config.exists(),
+        config_error: lock(&state.config_error).clone(),
+        engine_error: state.startup_error.clone(),
+        notifications_muted: lock(&state.ui).notifications_muted,
     }
 }
 
 #[tauri::command]
-pub fn app_info(paths: tauri::State<'_, Paths>) -> AppInfo {
-    AppInfo::new(&paths)
+pub fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
+    Ok(engine(&state)?.servers())
 }
+
+#[tauri::command]
+pub fn restart_server(state: State<'_, AppState>, name: String) -> Result<()> {
+    Ok(engine(&state)?.restart_server(&name)?)
+}
+
+#[tauri::command]
+pub fn server_log(state: State<'_, AppState>, name: String) -> Result<Vec<LogLine>> {
+    Ok(engine(&state)?.server_log(&name)?)
+}
+
+#[tauri::command]
+pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
+    let result = engine(&state)?.reload_config().await;
+    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    Ok(result?)
+}
+
+/// Opens the config file in the user's editor, writing the current servers to it first when it
+/// does not exist yet, so there is something to edit.
+#[tauri::command]
+pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<()> {
+    let path = &state.paths.config;
+    let io = |e: std::io::Error| CommandError { code: "io".into(), message: format!("{}: {e}", path.display()) };
+    if !path.exists() {
+        let servers: Map<String, Value> = engine(&state)?
+            .config()
+            .servers
+            .into_iter()
+            .map(|s| {
+                let mut entry = Map::new();
+                entry.insert("command".into(), Value::from(s.command));
+                entry.insert("args".into(), Value::from(s.args));
+                (s.name, Value::Object(entry))
+            })
+            .collect();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "mcpServers": servers })).unwrap_or_default();
+        std::fs::write(path, text + "\n").map_err(io)?;
+    }
+    crate::os::open_path(&app, path)
+}
+
+#[tauri::command]
+pub async fn list_tools(state: State<'_, AppState>, server: String) -> Result<Vec<ToolInfo>> {
+    Ok(engine(&state)?.tools(&server).await?)
+}
+
+#[tauri::command]
+pub async fn run_tool(
+    state: State<'_, AppState>,
+    server: String,
+    tool: String,
+    arguments: Value,
+) -> Result<TaskRecord> {
+    Ok(engine(&state)?.run(&server, &tool, arguments).await?)
+}
+
+#[tauri::command]
+pub async fn rerun_task(state: State<'_, AppState>, id: String) -> Result<TaskRecord> {
+    let engine = engine(&state)?;
+    let old = engine.get(&id)?;
+    Ok(engine.run(&old.server, &old.tool, old.arguments).await?)
+}
+
+#[tauri::command]
+pub fn list_tasks(state: State<'_, AppState>) -> Result<Vec<TaskRecord>> {
+    Ok(engine(&state)?.list(&ListFilter::default())?)
+}
+
+#[tauri::command]
+pub fn task_detail(state: State<'_, AppState>, id: String) -> Result<TaskDetail> {
+    let engine = engine(&state)?;
+    let task = engine.get(&id)?;
+    let events = engine.events(&task.id)?;
+    Ok(TaskDetail { task, events })
+}
+
+#[tauri::command]
+pub async fn answer_task(state: State<'_, AppState>, id: String, answer: AnswerPayload) -> Result<TaskRecord> {
+    let input = match answer.action {
+        AnswerAction::Accept => AnswerInput::Accept(answer.content.unwrap_or_default()),
+        AnswerAction::Decline => AnswerInput::Decline,
+        AnswerAction::Cancel => AnswerInput::Cancel,
+    };
+    Ok(engine(&state)?.answer(&id, input).await?)
+}
+
+#[tauri::command]
+pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskRecord> {
+    Ok(engine(&state)?.cancel(&id).await?)
+}
+
+/// Opens a link in the system browser. The webview asks the user first and calls this only after
+/// they agreed; only web links are opened.
+#[tauri::command]
+pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
+        return Err(CommandError {
+            code: "invalid_url".into(),
+            message: format!("only web links can be opened: {url}"),
+        });
+    }
+    crate::os::open_url(&app, &url)
+}
+
+#[tauri::command]
+pub fn set_notifications_muted(state: State<'_, AppState>, muted: bool) {
+    lock(&state.ui).notifications_muted = muted;
+}
+
+#[tauri::command]
+pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) {
+    lock(&state.ui).viewing_task = id;
+}
+
+/// Every command, for `build.rs` and the capability (kept in step by a test).
+pub const COMMANDS: &[&str] = &include!("command_names.in");

@@ -1,7 +1,9 @@
 //! The desktop shell. It owns windows, IPC and OS integration only; task logic lives in the engine crates.
 
+pub mod bridge;
 mod cli;
 pub mod commands;
+mod os;
 
 use tauri::Manager;
 
@@ -12,6 +14,9 @@ pub const MAIN_WINDOW: &str = "main";
 
 pub fn run(paths: Paths) -> tauri::Result<()> {
     let instance_id = single_instance_id(&paths);
+    // Resumes pending tasks before the window exists, so the first paint already shows them.
+    let state = bridge::AppState::start(paths);
+    let engine = state.engine.clone();
     tauri::Builder::default()
         // Registered first so a second launch exits before it builds anything of its own.
         .plugin(
@@ -20,8 +25,32 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
                 .callback(|app, _argv, _cwd| focus_main(app))
                 .build(),
         )
-        .manage(paths)
-        .invoke_handler(tauri::generate_handler![commands::app_info])
+        .plugin(tauri_plugin_opener::init())
+        .manage(state)
+        .invoke_handler(tauri::generate_handler![
+            commands::app_info,
+            commands::list_servers,
+            commands::restart_server,
+            commands::server_log,
+            commands::reload_config,
+            commands::edit_config,
+            commands::list_tools,
+            commands::run_tool,
+            commands::rerun_task,
+            commands::list_tasks,
+            commands::task_detail,
+            commands::answer_task,
+            commands::cancel_task,
+            commands::open_url,
+            commands::set_notifications_muted,
+            commands::set_viewing_task,
+        ])
+        .setup(move |app| {
+            if let Some(engine) = engine {
+                bridge::forward_events(app.handle().clone(), engine, |_| {});
+            }
+            Ok(())
+        })
         .run(tauri::generate_context!())
 }
 

@@ -4,7 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use taskdeck_app::commands::AppInfo;
+use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
+use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail};
+use taskdeck_engine::{
+    EngineEvent, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+};
+use taskdeck_protocol::types::TaskSupport;
+use taskdeck_protocol::{Era, TaskStatus};
+use taskdeck_store::{Answer, EventKind, Progress, Question};
 use ts_rs::{Config, TS};
 
 fn bindings_dir() -> PathBuf {
@@ -13,12 +20,39 @@ fn bindings_dir() -> PathBuf {
 
 /// Every type the webview receives or sends; a new command's types are added here.
 fn rendered() -> Vec<(String, String)> {
-    let cfg = Config::new();
-    vec![render::<AppInfo>(&cfg)]
+    // JSON numbers, not BigInt: serde writes i64 as plain numbers.
+    let cfg = Config::new().with_large_int("number");
+    vec![
+        render::<AppInfo>(&cfg),
+        render::<CommandError>(&cfg),
+        render::<TaskDetail>(&cfg),
+        render::<AnswerPayload>(&cfg),
+        render::<AnswerAction>(&cfg),
+        render::<EngineBatch>(&cfg),
+        render::<ServerLogLine>(&cfg),
+        render::<EngineEvent>(&cfg),
+        render::<TaskRecord>(&cfg),
+        render::<TaskEvent>(&cfg),
+        render::<EventKind>(&cfg),
+        render::<TaskError>(&cfg),
+        render::<Progress>(&cfg),
+        render::<Question>(&cfg),
+        render::<Answer>(&cfg),
+        render::<Mode>(&cfg),
+        render::<TaskStatus>(&cfg),
+        render::<Era>(&cfg),
+        render::<TaskSupport>(&cfg),
+        render::<ServerStatus>(&cfg),
+        render::<ServerPhase>(&cfg),
+        render::<LogLine>(&cfg),
+        render::<ToolInfo>(&cfg),
+        render::<serde_json::Value>(&cfg),
+    ]
 }
 
 fn render<T: TS + 'static>(cfg: &Config) -> (String, String) {
-    let file = format!("{}.ts", T::name(cfg));
+    // Where ts-rs's own imports expect the file (`serde_json/JsonValue.ts`, for one).
+    let file = T::output_path().map(|p| p.display().to_string()).unwrap_or_else(|| format!("{}.ts", T::name(cfg)));
     (file, T::export_to_string(cfg).expect("type renders to TypeScript"))
 }
 
@@ -30,7 +64,7 @@ fn typescript_bindings_match_the_rust_types() {
     for (file, text) in rendered() {
         let path = dir.join(&file);
         if update {
-            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(&path, &text).unwrap();
         } else if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             stale.push(file);
@@ -40,4 +74,25 @@ fn typescript_bindings_match_the_rust_types() {
         stale.is_empty(),
         "stale TypeScript bindings in ui/src/lib/bindings: {stale:?}; run `make bindings` and commit the result"
     );
+}
+
+/// A command the webview cannot reach is a dead button; one it can reach without being listed is
+/// a hole. The capability must grant exactly the app's commands.
+#[test]
+fn the_capability_grants_exactly_the_apps_commands() {
+    let cap: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("capabilities/main.json")).unwrap(),
+    )
+    .unwrap();
+    let granted: Vec<String> = cap["permissions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p.as_str())
+        .filter(|p| p.starts_with("allow-"))
+        .map(str::to_owned)
+        .collect();
+    let expected: Vec<String> =
+        taskdeck_app::commands::COMMANDS.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+    assert_eq!(granted, expected);
 }

@@ -3,4 +3,16 @@
 /**
  * What the UI shows about this running instance.
  */
-export type AppInfo = { version: string, config_path: string, data_dir: string, };
+export type AppInfo = { version: string, config_path: string, data_dir: string, 
+/**
+ * Whether the config file exists; without it the demo server is the embedded default.
+ */
+config_exists: boolean, 
+/**
+ * Why the config could not be used, if it could not; the servers list is empty meanwhile.
+ */
+config_error: string | null, 
+/**
+ * Why the engine did not start at all (for instance another process drives this data dir).
+ */
+engine_error: string | null, notifications_muted: boolean, };

@@ -1,0 +1,228 @@
+//! The engine inside the app: opened (and pending tasks resumed) before the window shows them, its
+//! events forwarded to the webview in batches of at most one per animation frame.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+use taskdeck_engine::config::{Config, Paths};
+use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, ServerStatus, TaskRecord};
+use tauri::{AppHandle, Emitter};
+use tokio::sync::broadcast::error::RecvError;
+use ts_rs::TS;
+
+/// The event the webview patches its stores from.
+pub const BATCH_EVENT: &str = "engine-batch";
+/// One frame at 60 Hz: the UI cannot show changes faster than it paints them.
+const FRAME: Duration = Duration::from_millis(16);
+/// Log lines kept in one batch; a server flooding stderr must not flood the webview.
+const MAX_LOG_LINES_PER_BATCH: usize = 500;
+
+/// Everything that changed since the last batch: the latest whole record per task and server.
+#[derive(Debug, Clone, Default, Serialize, TS)]
+pub struct EngineBatch {
+    pub tasks: Vec<TaskRecord>,
+    pub servers: Vec<ServerStatus>,
+    pub logs: Vec<ServerLogLine>,
+    pub tools_changed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ServerLogLine {
+    pub server: String,
+    pub line: LogLine,
+}
+
+#[derive(Default)]
+struct Pending {
+    tasks: HashMap<String, TaskRecord>,
+    task_order: Vec<String>,
+    servers: HashMap<String, ServerStatus>,
+    logs: Vec<ServerLogLine>,
+    tools_changed: BTreeSet<String>,
+}
+
+impl Pending {
+    fn add(&mut self, event: EngineEvent) {
+        match event {
+            EngineEvent::Task { task } => {
+                if !self.tasks.contains_key(&task.id) {
+                    self.task_order.push(task.id.clone());
+                }
+                self.tasks.insert(task.id.clone(), *task);
+            }
+            EngineEvent::Server { server } => {
+                self.servers.insert(server.name.clone(), server);
+            }
+            EngineEvent::ServerLog { server, line } => {
+                if self.logs.len() == MAX_LOG_LINES_PER_BATCH {
+                    self.logs.remove(0);
+                }
+                self.logs.push(ServerLogLine { server, line });
+            }
+            EngineEvent::ToolsChanged { server } => {
+                self.tools_changed.insert(server);
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<EngineBatch> {
+        if self.tasks.is_empty() && self.servers.is_empty() && self.logs.is_empty() && self.tools_changed.is_empty() {
+            return None;
+        }
+        let mut tasks = std::mem::take(&mut self.tasks);
+        Some(EngineBatch {
+            tasks: std::mem::take(&mut self.task_order).into_iter().filter_map(|id| tasks.remove(&id)).collect(),
+            servers: std::mem::take(&mut self.servers).into_values().collect(),
+            logs: std::mem::take(&mut self.logs),
+            tools_changed: std::mem::take(&mut self.tools_changed).into_iter().collect(),
+        })
+    }
+}
+
+/// What the shell keeps beside the engine: the user's notification choices.
+#[derive(Debug, Default)]
+pub struct UiState {
+    pub notifications_muted: bool,
+    /// The task the user has open, if the window is focused: no notification for it.
+    pub viewing_task: Option<String>,
+}
+
+pub struct AppState {
+    pub paths: Paths,
+    /// `None` when the engine could not start (another process holds the data directory, or the
+    /// store is damaged); `startup_error` says why and every command reports it.
+    pub engine: Option<Engine>,
+    pub startup_error: Option<String>,
+    pub config_error: Mutex<Option<String>>,
+    pub ui: Mutex<UiState>,
+}
+
+impl AppState {
+    /// Opens the engine and resumes what a previous run left, before any window shows tasks. A
+    /// broken config starts the engine with no servers and shows the error instead.
+    pub fn start(paths: Paths) -> AppState {
+        let (config, config_error) = match Config::load(&paths) {
+            Ok(c) => (c, None),
+            Err(e) => (Config { servers: Vec::new(), source: Some(paths.config.clone()) }, Some(e.to_string())),
+        };
+        let opened = tauri::async_runtime::block_on(async {
+            let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
+            engine.resume().await?;
+            Ok::<_, taskdeck_engine::EngineError>(engine)
+        });
+        let (engine, startup_error) = match opened {
+            Ok(e) => (Some(e), None),
+            Err(e) => {
+                tracing::error!("the engine did not start: {e}");
+                (None, Some(e.to_string()))
+            }
+        };
+        AppState {
+            paths,
+            engine,
+            startup_error,
+            config_error: Mutex::new(config_error),
+            ui: Mutex::new(UiState::default()),
+        }
+    }
+}
+
+/// Forwards engine events to the webview, coalesced per frame. Runs for the life of the app.
+pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskRecord) + Send + 'static) {
+    let mut rx = engine.subscribe();
+    tauri::async_runtime::spawn(async move {
+        let mut pending = Pending::default();
+        loop {
+            // Wait for the first change, then gather whatever else arrives within the frame.
+            let first = match rx.recv().await {
+                Ok(e) => e,
+                Err(RecvError::Lagged(n)) => {
+                    tracing::warn!("the UI fell {n} events behind; it will catch up from the next batches");
+                    continue;
+                }
+                Err(RecvError::Closed) => return,
+            };
+            if let EngineEvent::Task { task } = &first {
+                on_task(task);
+            }
+            pending.add(first);
+            let deadline = tokio::time::Instant::now() + FRAME;
+            loop {
+                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(Ok(e)) => {
+                        if let EngineEvent::Task { task } = &e {
+                            on_task(task);
+                        }
+                        pending.add(e)
+                    }
+                    Ok(Err(RecvError::Lagged(_))) => continue,
+                    Ok(Err(RecvError::Closed)) | Err(_) => break,
+                }
+            }
+            if let Some(batch) = pending.take() {
+                let _ = app.emit(BATCH_EVENT, batch);
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskdeck_engine::{ServerPhase, TaskRecord};
+
+    fn task(id: &str, message: &str) -> TaskRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "server": "demo", "tool": "t", "arguments": {}, "idempotency_key": id, "mode": "task",
+            "era": null, "remote_task_id": null, "status": "working", "status_message": message, "progress": null,
+            "question": null, "answer": null, "result": null, "error": null, "ttl_ms": null,
+            "poll_interval_ms": null, "created_at": "2026-11-30T10:00:00.000Z", "updated_at": "2026-11-30T10:00:00.000Z"
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_batch_keeps_the_latest_record_per_task_in_first_seen_order() {
+        let mut p = Pending::default();
+        p.add(EngineEvent::Task { task: Box::new(task("a", "1")) });
+        p.add(EngineEvent::Task { task: Box::new(task("b", "1")) });
+        p.add(EngineEvent::Task { task: Box::new(task("a", "2")) });
+        let batch = p.take().unwrap();
+        let got: Vec<(&str, Option<&str>)> =
+            batch.tasks.iter().map(|t| (t.id.as_str(), t.status_message.as_deref())).collect();
+        assert_eq!(got, vec![("a", Some("2")), ("b", Some("1"))]);
+        assert!(p.take().is_none(), "a taken batch leaves nothing behind");
+    }
+
+    #[test]
+    fn log_lines_in_one_batch_are_bounded() {
+        let mut p = Pending::default();
+        for i in 0..(MAX_LOG_LINES_PER_BATCH + 50) {
+            p.add(EngineEvent::ServerLog {
+                server: "s".into(),
+                line: LogLine { at: String::new(), source: "stderr", text: i.to_string() },
+            });
+        }
+        p.add(EngineEvent::Server {
+            server: ServerStatus {
+                name: "s".into(),
+                phase: ServerPhase::Ready,
+                era: None,
+                protocol_version: None,
+                tasks: None,
+                server_name: None,
+                server_version: None,
+                pid: None,
+                restarts: 0,
+                last_error: None,
+                command: String::new(),
+            },
+        });
+        let batch = p.take().unwrap();
+        assert_eq!(batch.logs.len(), MAX_LOG_LINES_PER_BATCH);
+        assert_eq!(batch.logs.last().unwrap().line.text, (MAX_LOG_LINES_PER_BATCH + 49).to_string());
+        assert_eq!(batch.servers.len(), 1);
+    }
+}
