@@ -51,4 +51,4 @@ test: lint test-rust $(TEST_SUITES)
 
 clean:
 	cargo clean
-	rm -rf .cache tests/peers/node_modules
+	rm -rf .cache tests/peers/node_modules tests/e2e/node_modules ui/node_modules ui/dist bench/node_modules
