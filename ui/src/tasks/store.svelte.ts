@@ -1,0 +1,86 @@
+/**
+ * The one place the UI keeps what the engine said: tasks, servers, server logs. It loads once and
+ * then patches itself from `engine-batch` events; views read it and never write to it, so what is
+ * on screen is always the engine's latest word.
+ */
+import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from '../lib/ipc';
+import type { EngineBatch, LogLine, ServerStatus, TaskRecord } from '../lib/types';
+import { appendBounded, applyByName, applyTasks } from './taskList';
+
+/** Matches the engine's own bound, so the UI never shows more than it keeps. */
+const LOG_LINES = 2000;
+
+class EngineStore {
+  tasks: TaskRecord[] = $state.raw([]);
+  servers: ServerStatus[] = $state.raw([]);
+  logs: Record<string, LogLine[]> = $state.raw({});
+  /** Bumped per server when its tool list changed, so the Tools view knows to ask again. */
+  toolsVersion: Record<string, number> = $state.raw({});
+  loaded = $state(false);
+  error: string | null = $state(null);
+
+  #started = false;
+  #loadedLogs = new Set<string>();
+
+  /** Subscribes before the first load, so no batch falls between the two and is lost. */
+  async start(): Promise<void> {
+    if (this.#started || !inApp) return;
+    this.#started = true;
+    const early: EngineBatch[] = [];
+    let ready = false;
+    await onEngineBatch((b) => (ready ? this.apply(b) : early.push(b)));
+    try {
+      const [tasks, servers] = await Promise.all([listTasks(), listServers()]);
+      this.tasks = applyTasks([], tasks);
+      this.servers = servers;
+      for (const b of early) this.apply(b);
+      ready = true;
+      this.loaded = true;
+    } catch (e) {
+      ready = true;
+      this.error = `Could not load tasks: ${errorText(e)}`;
+    }
+  }
+
+  apply(b: EngineBatch): void {
+    if (b.tasks.length) this.tasks = applyTasks(this.tasks, b.tasks);
+    if (b.servers.length) this.servers = applyByName(this.servers, b.servers);
+    if (b.logs.length) {
+      const next = { ...this.logs };
+      for (const { server, line } of b.logs) next[server] = appendBounded(next[server] ?? [], [line], LOG_LINES);
+      this.logs = next;
+    }
+    if (b.tools_changed.length) {
+      const next = { ...this.toolsVersion };
+      for (const s of b.tools_changed) next[s] = (next[s] ?? 0) + 1;
+      this.toolsVersion = next;
+    }
+  }
+
+  /** Replaces one task with a record a command returned (the batch will say the same, later). */
+  put(t: TaskRecord): void {
+    this.tasks = applyTasks(this.tasks, [t]);
+  }
+
+  setServers(list: ServerStatus[]): void {
+    this.servers = list;
+  }
+
+  /** Fetches a server's log once; live lines arrive in batches after that. */
+  async loadLog(name: string): Promise<void> {
+    if (this.#loadedLogs.has(name) || !inApp) return;
+    this.#loadedLogs.add(name);
+    const lines = await serverLog(name);
+    // Lines that arrived in batches while this was in flight are newer than the snapshot.
+    const live = this.logs[name] ?? [];
+    const seen = new Set(lines.map((l) => `${l.at}\u0000${l.text}`));
+    const newer = live.filter((l) => !seen.has(`${l.at}\u0000${l.text}`));
+    this.logs = { ...this.logs, [name]: appendBounded(lines, newer, LOG_LINES) };
+  }
+
+  byId(id: string | null): TaskRecord | undefined {
+    return id === null ? undefined : this.tasks.find((t) => t.id === id);
+  }
+}
+
+export const engine = new EngineStore();

@@ -1,0 +1,41 @@
+/**
+ * Tool lists per server, asked for when a server is first shown and again when the engine says its
+ * tools changed. Starting a server can take a while, so each list carries its own loading state.
+ */
+import { errorText, inApp, listTools } from '../lib/ipc';
+import type { ToolInfo } from '../lib/types';
+import { engine } from '../tasks/store.svelte';
+
+export type ToolList = { state: 'loading' } | { state: 'ready'; tools: ToolInfo[] } | { state: 'error'; message: string };
+
+class ToolCache {
+  lists: Record<string, ToolList> = $state({});
+  #asked: Record<string, number> = {};
+
+  /** Loads `server`'s tools unless the current version is already loaded or loading. */
+  ensure(server: string): void {
+    const version = engine.toolsVersion[server] ?? 0;
+    if (this.#asked[server] === version || !inApp) return;
+    this.#asked[server] = version;
+    if (this.lists[server]?.state !== 'ready') this.lists[server] = { state: 'loading' };
+    listTools(server).then(
+      (tools) => (this.lists[server] = { state: 'ready', tools }),
+      (e) => {
+        delete this.#asked[server]; // let a later look try again
+        this.lists[server] = { state: 'error', message: errorText(e) };
+      },
+    );
+  }
+
+  retry(server: string): void {
+    delete this.#asked[server];
+    this.ensure(server);
+  }
+
+  find(server: string, tool: string): ToolInfo | undefined {
+    const l = this.lists[server];
+    return l?.state === 'ready' ? l.tools.find((t) => t.name === tool) : undefined;
+  }
+}
+
+export const toolCache = new ToolCache();
