@@ -3,6 +3,7 @@ import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { inertText } from './text';
 import type {
   AppInfo,
+  CommandError,
   ElicitAnswer,
   EngineBatch,
   JsonValue,
@@ -19,7 +20,7 @@ export type { AppInfo };
 export const inApp = isTauri();
 
 /** How every command rejects: a machine-readable code to act on, and a message for people. */
-export type IpcError = { code: string; message: string };
+export type IpcError = CommandError;
 
 export function isIpcError(err: unknown): err is IpcError {
   return typeof err === 'object' && err !== null && typeof (err as IpcError).code === 'string';

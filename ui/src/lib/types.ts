@@ -1,113 +1,30 @@
 /**
- * The shapes the engine sends, field for field as the Rust types serialise (snake_case).
- *
- * Until `make bindings` generates their twins in `./bindings/`, they are declared here; everything
- * else imports them from this module only, so switching to the generated files is a change here alone.
+ * The shapes the engine sends, generated from the Rust types by `make bindings` into `./bindings/`.
+ * The rest of the UI imports them from here, so a renamed or moved binding is a change here alone.
  */
 
-export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]?: JsonValue } | null;
-
-export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
-export type Era = 'legacy' | 'modern';
-export type Mode = 'task' | 'call';
-export type TaskSupport = 'forbidden' | 'optional' | 'required';
-
-export type Progress = { progress: number; total: number | null; message: string | null };
-export type Question = { key: string; request: JsonValue };
-export type Answer = { key: string; response: JsonValue };
-export type TaskError = { code: number | null; message: string; reason: string | null };
-
-export type TaskRecord = {
-  id: string;
-  server: string;
-  tool: string;
-  arguments: JsonValue;
-  idempotency_key: string;
-  mode: Mode;
-  era: Era | null;
-  remote_task_id: string | null;
-  status: TaskStatus;
-  status_message: string | null;
-  progress: Progress | null;
-  question: Question | null;
-  answer: Answer | null;
-  result: JsonValue | null;
-  error: TaskError | null;
-  ttl_ms: number | null;
-  poll_interval_ms: number | null;
-  created_at: string;
-  updated_at: string;
-};
-
-export type EventKind =
-  | 'created'
-  | 'remote'
-  | 'status'
-  | 'question'
-  | 'answer'
-  | 'result'
-  | 'failed'
-  | 'cancelled'
-  | 'reclaimed';
-
-export type TaskEvent = {
-  id: number;
-  task_id: string;
-  at: string;
-  kind: EventKind;
-  from_status: TaskStatus | null;
-  to_status: TaskStatus | null;
-  data: JsonValue;
-};
-
-export type ServerPhase = 'idle' | 'starting' | 'ready' | 'restarting' | 'failed';
-
-export type ServerStatus = {
-  name: string;
-  phase: ServerPhase;
-  era: Era | null;
-  protocol_version: string | null;
-  tasks: boolean | null;
-  server_name: string | null;
-  server_version: string | null;
-  pid: number | null;
-  restarts: number;
-  last_error: string | null;
-  command: string;
-};
-
-export type LogLine = { at: string; source: string; text: string };
-
-export type ToolInfo = {
-  name: string;
-  title: string | null;
-  description: string | null;
-  task_support: TaskSupport | null;
-  input_schema: JsonValue;
-};
-
-export type AppInfo = {
-  version: string;
-  config_path: string;
-  data_dir: string;
-  config_exists: boolean;
-  config_error: string | null;
-  notifications_muted: boolean;
-};
-
-export type TaskDetail = { task: TaskRecord; events: TaskEvent[] };
-
-export type EngineBatch = {
-  tasks: TaskRecord[];
-  servers: ServerStatus[];
-  logs: { server: string; line: LogLine }[];
-  tools_changed: string[];
-};
-
-export type ElicitAnswer = {
-  action: 'accept' | 'decline' | 'cancel';
-  content: { [key: string]: JsonValue } | null;
-};
+export type { JsonValue } from './bindings/serde_json/JsonValue';
+export type { TaskStatus } from './bindings/TaskStatus';
+export type { Era } from './bindings/Era';
+export type { Mode } from './bindings/Mode';
+export type { TaskSupport } from './bindings/TaskSupport';
+export type { Progress } from './bindings/Progress';
+export type { Question } from './bindings/Question';
+export type { Answer } from './bindings/Answer';
+export type { TaskError } from './bindings/TaskError';
+export type { TaskRecord } from './bindings/TaskRecord';
+export type { EventKind } from './bindings/EventKind';
+export type { TaskEvent } from './bindings/TaskEvent';
+export type { ServerPhase } from './bindings/ServerPhase';
+export type { ServerStatus } from './bindings/ServerStatus';
+export type { LogLine } from './bindings/LogLine';
+export type { ToolInfo } from './bindings/ToolInfo';
+export type { AppInfo } from './bindings/AppInfo';
+export type { TaskDetail } from './bindings/TaskDetail';
+export type { EngineBatch } from './bindings/EngineBatch';
+export type { AnswerPayload as ElicitAnswer } from './bindings/AnswerPayload';
+export type { CommandError } from './bindings/CommandError';
+import type { TaskStatus } from './bindings/TaskStatus';
 
 export const TERMINAL: readonly TaskStatus[] = ['completed', 'failed', 'cancelled'];
 
