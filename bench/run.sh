@@ -5,6 +5,7 @@
 # taskdeck-demo-server and taskdeck-bench). Knobs, all environment variables:
 #   BENCH_TASKS (500)  lifecycles per client    BENCH_POLL_MS ("250 50")  server pollIntervals to run
 #   BENCH_CONCURRENCY (10)                      BENCH_RESUME_SIZES ("10000 20000")
+#   BENCH_ERAS ("legacy modern")  eras the engine and the bare client speak (the Inspector speaks legacy)
 set -euo pipefail
 
 BIN=$(cd "${1:?BIN_DIR}" && pwd)
@@ -14,6 +15,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TASKS=${BENCH_TASKS:-500}
 POLLS=${BENCH_POLL_MS:-250 50}
 CONC=${BENCH_CONCURRENCY:-10}
+ERAS=${BENCH_ERAS:-legacy modern}
 SIZES=${BENCH_RESUME_SIZES:-10000 20000}
 INSPECTOR="$HERE/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
@@ -48,15 +50,17 @@ step() { echo "bench: $*" >&2; }
 lifecycles() {
   local name=$1 tool=$2 args=$3 POLL_MS=$4 d
   name="$name-$POLL_MS"
-  step "$name / engine: taskdeck-cli bench, $TASKS lifecycles at $CONC concurrent"
-  d=$(config "$name-engine" "$POLL_MS")
-  "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" --args "$args" \
-    --tasks "$TASKS" --concurrency "$CONC" --json > "$OUT/$name-engine.json"
+  for era in $ERAS; do
+    step "$name / $era engine: taskdeck-cli bench, $TASKS lifecycles at $CONC concurrent"
+    d=$(config "$name-$era-engine" "$POLL_MS")
+    TASKDECK_FORCE_ERA=$era "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
+      --args "$args" --tasks "$TASKS" --concurrency "$CONC" --json > "$OUT/$name-$era-engine.json"
 
-  step "$name / bare client: taskdeck-bench bare, same workload, no store"
-  d=$(config "$name-bare" "$POLL_MS")
-  "$BIN/taskdeck-bench" bare --config "$d/servers.json" demo "$tool" --args "$args" \
-    --tasks "$TASKS" --concurrency "$CONC" > "$OUT/$name-bare.json"
+    step "$name / $era bare client: taskdeck-bench bare, same workload, no store"
+    d=$(config "$name-$era-bare" "$POLL_MS")
+    "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
+      --tasks "$TASKS" --concurrency "$CONC" > "$OUT/$name-$era-bare.json"
+  done
 
   step "$name / inspector: --cli --load, same workload"
   d=$(config "$name-inspector" "$POLL_MS")
@@ -79,5 +83,5 @@ for s in $SIZES; do sizes+=(--size "$s"); done
 "$BIN/taskdeck-bench" resume --config "$d/servers.json" "${sizes[@]}" > "$OUT/resume.json"
 
 step "summary"
-python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
+BENCH_ERAS="$ERAS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
   "$(node -e 'console.log(require(process.argv[1]).version)' "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")"

@@ -10,6 +10,12 @@ from datetime import datetime, timezone
 
 out, tasks, conc, polls, inspector_version = sys.argv[1:6]
 POLLS = [int(p) for p in polls.split()]
+ERAS = os.environ.get("BENCH_ERAS", "legacy modern").split()
+# How each client follows a task, per era.
+HOW = {
+    "legacy": "`tasks/result` outstanding until the end, status notifications",
+    "modern": "`tasks/get` polling at the server's interval",
+}
 
 WORKLOADS = [
     ("count", "count", {"n": 1, "delay_ms": 0},
@@ -56,17 +62,18 @@ machine = {
     "worktree_dirty": cmd("git", "status", "--porcelain", "--untracked-files=no") not in ("", "unknown"),
 }
 
-def lifecycles(name, tool, args, poll_ms):
+def lifecycles(name, tool, args, poll_ms, era):
     name = f"{name}-{poll_ms}"
-    engine, bare, insp = load(name + "-engine"), load(name + "-bare"), load(name + "-inspector")
+    engine, bare = load(f"{name}-{era}-engine"), load(f"{name}-{era}-bare")
+    insp = load(name + "-inspector")
     insp = insp.get("result", insp)
     e, b, i = engine["tasks_per_s"], bare["tasks_per_s"], insp["throughput"]
     return {
         "workload": {"tool": tool, "arguments": args, "tasks": int(tasks), "concurrency": int(conc),
-                     "server_poll_interval_ms": int(poll_ms)},
+                     "server_poll_interval_ms": int(poll_ms), "era": era},
         "engine": engine,
         "bare_client": bare,
-        "inspector": dict(insp, version=inspector_version),
+        "inspector": dict(insp, version=inspector_version, era="legacy"),
         "ratio_engine_vs_inspector": ratio(e, i),
         "ratio_engine_vs_bare": ratio(e, b),
         "targets": {"engine_vs_inspector": 3.0, "engine_vs_bare": 0.7},
@@ -76,7 +83,8 @@ def lifecycles(name, tool, args, poll_ms):
 results = {
     "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     "machine": machine,
-    "lifecycles": {f"{name}-poll{p}": lifecycles(name, tool, args, p) for p in POLLS for name, tool, args, _ in WORKLOADS},
+    "lifecycles": {f"{name}-poll{p}-{era}": lifecycles(name, tool, args, p, era)
+                   for p in POLLS for name, tool, args, _ in WORKLOADS for era in ERAS},
     "progress": progress,
     "resume": resume,
 }
@@ -98,21 +106,25 @@ md = [
     "",
     f"**Lifecycles**: {tasks} per client and workload, {conc} concurrent on one server process.",
     "",
-    "| server pollInterval | workload | client | what one lifecycle is | tasks/s | latency ms p50 / p90 / p99 / max | failed | engine ÷ this |",
-    "| ---: | --- | --- | --- | ---: | --- | ---: | ---: |",
+    "| server pollInterval | workload | client | era | what one lifecycle is | tasks/s | latency ms p50 / p90 / p99 / max | failed | engine (same row's era) ÷ this |",
+    "| ---: | --- | --- | --- | --- | ---: | --- | ---: | ---: |",
 ]
 for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WORKLOADS]:
-    r = results["lifecycles"][f"{name}-poll{p}"]
-    e, b, i = r["engine"], r["bare_client"], r["inspector"]
     w = f"{p} ms | `{tool} {json.dumps(args, separators=(',', ':'))}`"
-    md += [
-        f"| {w} | engine (`taskdeck-cli bench`) | task; store, driver, events; `tasks/get` polling | "
-        f"{e['tasks_per_s']} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
-        f"| {w} | bare client (`taskdeck-bench bare`) | task; no store; `tasks/get` polling | "
-        f"{b['tasks_per_s']} | {lat(b['latency_ms'])} | {b['failed']} | **{r['ratio_engine_vs_bare']}x** |",
-        f"| {w} | Inspector {inspector_version} `--cli --load` | {inspector_does} | {i['throughput']} | "
-        f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | **{r['ratio_engine_vs_inspector']}x** |",
-    ]
+    for era in ERAS:
+        r = results["lifecycles"][f"{name}-poll{p}-{era}"]
+        e, b = r["engine"], r["bare_client"]
+        md += [
+            f"| {w} | engine (`taskdeck-cli bench`) | {era} | task; store, driver, events; {HOW[era]} | "
+            f"{e['tasks_per_s']} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
+            f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; {HOW[era]} | "
+            f"{b['tasks_per_s']} | {lat(b['latency_ms'])} | {b['failed']} | **{r['ratio_engine_vs_bare']}x** |",
+        ]
+    i = results["lifecycles"][f"{name}-poll{p}-{ERAS[0]}"]["inspector"]
+    vs = ", ".join(f"{era} engine **{results['lifecycles'][f'{name}-poll{p}-{era}']['ratio_engine_vs_inspector']}x**"
+                   for era in ERAS)
+    md.append(f"| {w} | Inspector {inspector_version} `--cli --load` | legacy | {inspector_does} | {i['throughput']} | "
+              f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | {vs} |")
 md += [
     "",
     f"**Durable progress** ({pe['tasks']} tasks):",

@@ -46,12 +46,16 @@ struct Pending {
 impl Pending {
     fn add(&mut self, event: EngineEvent) {
         match event {
-            EngineEvent::Task { task } => {
-                if !self.tasks.contains_key(&task.id) {
-                    self.task_order.push(task.id.clone());
+            EngineEvent::Task { task } => match self.tasks.get(&task.id) {
+                // Writes from different threads may publish out of order; the newer record wins.
+                Some(held) if held.updated_at > task.updated_at => {}
+                held => {
+                    if held.is_none() {
+                        self.task_order.push(task.id.clone());
+                    }
+                    self.tasks.insert(task.id.clone(), *task);
                 }
-                self.tasks.insert(task.id.clone(), *task);
-            }
+            },
             EngineEvent::Server { server } => {
                 self.servers.insert(server.name.clone(), server);
             }

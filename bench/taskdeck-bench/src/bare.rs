@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use taskdeck_client::{IgnoreEvents, ServerSpec, Session, SessionOptions, StartOptions, Started, TaskSnapshot};
+use taskdeck_protocol::Era;
 use taskdeck_store::TaskStatus;
 
 use crate::stats;
@@ -17,6 +18,8 @@ pub struct Args {
     pub arguments: Value,
     pub tasks: usize,
     pub concurrency: usize,
+    /// Forces the era, as `TASKDECK_FORCE_ERA` does for the engine; detected when `None`.
+    pub era: Option<Era>,
 }
 
 /// The server's suggested interval, with the same fallback the engine uses when it gives none.
@@ -24,14 +27,18 @@ fn poll_interval(s: &TaskSnapshot) -> Duration {
     Duration::from_millis(s.poll_interval_ms.filter(|m| *m > 0).unwrap_or(1000) as u64)
 }
 
-/// One lifecycle: start, then `tasks/get` at the server's interval until terminal. Returns whether
-/// it ended well.
+/// One lifecycle by the same means the engine uses: a legacy server's `tasks/result` blocks until
+/// the end; otherwise `tasks/get` at the server's interval until terminal. Returns whether it
+/// ended well.
 async fn lifecycle(session: &Session, tool: &str, arguments: &Value) -> bool {
     let handle = match session.start_tool(tool, arguments.clone(), &StartOptions::default()).await {
         Ok(Started::Task(h)) => h,
         Ok(Started::Completed(r)) => return !r.is_error(),
         Err(_) => return false,
     };
+    if session.era() == Era::Legacy {
+        return session.task_result(&handle.task_id).await.is_ok_and(|r| !r.is_error());
+    }
     let mut every = poll_interval(&handle);
     loop {
         tokio::time::sleep(every).await;
@@ -54,7 +61,8 @@ async fn lifecycle(session: &Session, tool: &str, arguments: &Value) -> bool {
 }
 
 pub async fn run(args: Args) -> Result<Value, String> {
-    let session = Session::connect(&args.server, SessionOptions::default(), Arc::new(IgnoreEvents))
+    let opts = SessionOptions { force_era: args.era, ..Default::default() };
+    let session = Session::connect(&args.server, opts, Arc::new(IgnoreEvents))
         .await
         .map_err(|e| format!("connecting to {}: {e}", args.server.name))?;
     // Listing once up front keeps the tool lookup out of the first timed calls, as the engine's

@@ -34,6 +34,9 @@ enum What {
         tasks: usize,
         #[arg(long, default_value_t = 10)]
         concurrency: usize,
+        /// `legacy` or `modern`; detected when absent.
+        #[arg(long)]
+        era: Option<taskdeck_protocol::Era>,
     },
     /// Durable progress updates: one commit each, batched, and the engine's coalesced flush.
     Progress {
@@ -67,7 +70,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.what {
-            What::Bare { config, server, tool, args, tasks, concurrency } => {
+            What::Bare { config, server, tool, args, tasks, concurrency, era } => {
                 let arguments = serde_json::from_str(&args).map_err(|e| format!("--args: {e}"))?;
                 let paths = Paths { config: config.clone(), data_dir: std::env::temp_dir() };
                 let spec = Config::load(&paths)
@@ -76,7 +79,7 @@ fn main() -> ExitCode {
                     .into_iter()
                     .find(|s| s.name == server)
                     .ok_or_else(|| format!("{}: no server {server:?}", config.display()))?;
-                bare::run(bare::Args { server: spec, tool, arguments, tasks, concurrency }).await
+                bare::run(bare::Args { server: spec, tool, arguments, tasks, concurrency, era }).await
             }
             What::Progress { tasks, updates_single, updates_engine } => tokio::task::spawn_blocking(move || {
                 progress::run(progress::Args { tasks, updates_single, updates_engine })

@@ -390,14 +390,22 @@ impl Engine {
     /// record as it is; see [`Engine::stalled`]).
     pub async fn wait(&self, id: &str, done: impl Fn(&TaskRecord) -> bool) -> Result<TaskRecord> {
         let mut rx = self.subscribe();
+        let mut rec = self.inner.store.get(id)?;
         loop {
-            let rec = self.inner.store.get(id)?;
             if done(&rec) || rec.status.is_terminal() || self.stalled(id).is_some() {
                 return Ok(rec);
             }
+            // Events carry the whole record: only this task's are read, and the store only when
+            // something may have been missed. Many waiters must not contend for the store.
             match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
+                Ok(Ok(EngineEvent::Task { task })) if task.id == rec.id => {
+                    if task.updated_at >= rec.updated_at {
+                        rec = *task;
+                    }
+                }
+                Ok(Ok(_)) => {}
                 Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(self.inner.store.get(id)?),
-                _ => continue,
+                Ok(Err(broadcast::error::RecvError::Lagged(_))) | Err(_) => rec = self.inner.store.get(id)?,
             }
         }
     }
