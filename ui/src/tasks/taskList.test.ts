@@ -115,4 +115,9 @@ describe('what a row shows', () => {
     expect(taskMessage(task({ id: 'f', status: 'failed', error: { code: null, message: 'boom', reason: null } }))).toBe('boom');
     expect(taskMessage(task({ id: 'w', progress: { progress: 1, total: null, message: 'reading' } }))).toBe('reading');
   });
+
+  it('drops the last status message of a completed task, which no longer describes it', () => {
+    expect(taskMessage(task({ id: 'c', status: 'completed', status_message: 'Waiting for you to pick' }))).toBe('');
+    expect(taskMessage(task({ id: 'x', status: 'cancelled', status_message: 'Cancelled by the user' }))).toBe('Cancelled by the user');
+  });
 });

@@ -111,8 +111,12 @@ export function progressPercent(t: TaskRecord): number | null {
   return Math.max(0, Math.min(100, (p.progress / p.total) * 100));
 }
 
-/** The one line that says what is happening: the server's message, else the progress message. */
+/**
+ * The one line that says what is happening: the server's message, else the progress message.
+ * A completed task says nothing: its last status message ("Waiting for you to pick…") is stale.
+ */
 export function taskMessage(t: TaskRecord): string {
   if (t.status === 'failed' && t.error) return t.error.message;
+  if (t.status === 'completed') return '';
   return t.status_message ?? t.progress?.message ?? '';
 }
