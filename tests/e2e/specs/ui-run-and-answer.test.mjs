@@ -1,0 +1,81 @@
+// The UI's main path, driven through the data-testid hooks listed in ui/src/tasks/TasksView.svelte:
+// run a tool from the first-launch empty state, watch it finish, then answer a server's question.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { By, until } from 'selenium-webdriver';
+import { startApp } from '../support/app.mjs';
+
+const css = (s) => By.css(s);
+
+async function waitFor(driver, selector, ms = 20000) {
+  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
+}
+
+test('the empty state runs generate_report through the run form, and the row finishes with its report', async () => {
+  const app = await startApp();
+  try {
+    const { driver } = app;
+    await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
+
+    const form = await waitFor(driver, '[data-testid="run-form"]');
+    // Submitting without the required topic is refused next to the field, before anything is sent.
+    await form.findElement(css('[data-testid="run-submit"]')).click();
+    await waitFor(driver, '[data-testid="run-error"]', 5000);
+    assert.equal(await form.findElement(css('input[name="topic"]')).getAttribute('aria-invalid'), 'true');
+
+    await form.findElement(css('input[name="topic"]')).sendKeys('E2E <b>report</b>');
+    const seconds = form.findElement(css('input[name="seconds"]'));
+    await seconds.clear();
+    await seconds.sendKeys('1');
+    await form.findElement(css('[data-testid="run-submit"]')).click();
+
+    // The new task is selected in the Tasks view and finishes on its own.
+    const row = await waitFor(driver, '[data-testid="task-row"][data-status="completed"]', 30000);
+    const id = await row.getAttribute('data-task-id');
+    const detail = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"]`);
+    const result = await detail.findElement(css('[data-testid="result-text"]'));
+    // Markup from the server is shown as text, never rendered.
+    assert.match(await result.getText(), /# Report: E2E <b>report<\/b>/);
+    assert.equal((await detail.findElements(css('[data-testid="task-cancel"]'))).length, 0);
+  } finally {
+    await app.stop();
+  }
+});
+
+test('a question is answered from the generated form and the task completes with the answer', async () => {
+  const app = await startApp();
+  try {
+    const { driver } = app;
+    await (await waitFor(driver, '[data-testid="nav-tools"]')).click();
+    const tool = await waitFor(driver, '[data-testid="tool-row"][data-tool="diagnose_incident"]');
+    await tool.findElement(css('[data-testid="tool-run"]')).click();
+    await (await waitFor(driver, '[data-testid="run-submit"]')).click();
+
+    await waitFor(driver, '[data-testid="task-row"][data-status="input_required"] [data-testid="needs-input-badge"]', 30000);
+    const question = await waitFor(driver, '[data-testid="question-form"]');
+    assert.match(await question.getText(), /demo asks:/);
+
+    await question.findElement(css('[data-testid="answer-accept"]')).click();
+    await waitFor(driver, '[data-testid="question-error"]', 5000);
+    assert.equal(await question.findElement(css('select[name="service"]')).getAttribute('aria-invalid'), 'true');
+
+    const options = await question.findElements(css('select[name="service"] option'));
+    let picked = false;
+    for (const option of options) {
+      if ((await option.getText()) === 'Auth gateway') {
+        await option.click();
+        picked = true;
+      }
+    }
+    assert.ok(picked, 'the titled options are labelled by title');
+    await question.findElement(css('input[name="notes"]')).sendKeys('seen since 09:00');
+    await question.findElement(css('[data-testid="answer-accept"]')).click();
+
+    await waitFor(driver, '[data-testid="task-row"][data-status="completed"]', 30000);
+    const result = await waitFor(driver, '[data-testid="result-text"]');
+    assert.match(await result.getText(), /Diagnosis for Auth gateway[\s\S]*seen since 09:00/);
+  } finally {
+    await app.stop();
+  }
+});
