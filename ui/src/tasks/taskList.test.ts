@@ -32,6 +32,12 @@ describe('applying engine batches to the task list', () => {
     expect(next.filter((t) => t.id === 'a').map((t) => t.status)).toEqual(['failed']);
   });
 
+  it('does not let a late command reply undo a newer record', () => {
+    const done = task({ id: 'b', created_at: at(2), updated_at: at(9), status: 'completed' });
+    const reply = task({ id: 'b', created_at: at(2), updated_at: at(8), status: 'working' });
+    expect(applyTasks(applyTasks(list, [done]), [reply])[1]!.status).toBe('completed');
+  });
+
   it('returns the same list for an empty batch', () => {
     expect(applyTasks(list, [])).toBe(list);
   });

@@ -7,8 +7,8 @@ export function newerFirst(a: TaskRecord, b: TaskRecord): number {
 }
 
 /**
- * Applies a batch of whole records to a newest-first list: a known id is replaced where it stands,
- * an unknown one is inserted in order. Returns the same array when nothing changed, so views that
+ * Applies a batch of whole records to a newest-first list: a known id is replaced where it stands
+ * (unless the record in hand is newer), an unknown one is inserted in order. Returns the same array when nothing changed, so views that
  * compare by identity do not re-render. One pass over the list, whatever the batch size: with
  * 10,000 tasks and a batch every frame, per-update searches would add up.
  */
@@ -20,7 +20,9 @@ export function applyTasks(list: readonly TaskRecord[], updates: readonly TaskRe
     const u = pending.get(t.id);
     if (!u) return t;
     pending.delete(t.id);
-    return u;
+    // A command's reply can arrive after the batch that already carried a later state of the
+    // same task (answer, then completed); the older record must not win.
+    return u.updated_at < t.updated_at ? t : u;
   });
   if (pending.size > 0) {
     const fresh = [...pending.values()].sort(newerFirst);
