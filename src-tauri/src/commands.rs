@@ -200,9 +200,10 @@ pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
     crate::os::open_url(&app, &url)
 }
 
+/// Also moves the tray's check mark and tells every listener, so the two switches agree.
 #[tauri::command]
-pub fn set_notifications_muted(state: State<'_, AppState>, muted: bool) {
-    lock(&state.ui).notifications_muted = muted;
+pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) {
+    crate::notify::set_muted(&app, muted);
 }
 
 #[tauri::command]

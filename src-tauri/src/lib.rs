@@ -3,7 +3,10 @@
 pub mod bridge;
 mod cli;
 pub mod commands;
+pub mod notify;
 mod os;
+pub mod tray;
+pub mod window;
 
 use tauri::Manager;
 
@@ -14,6 +17,7 @@ pub const MAIN_WINDOW: &str = "main";
 
 pub fn run(paths: Paths) -> tauri::Result<()> {
     let instance_id = single_instance_id(&paths);
+    let window_state = window::state_plugin(&paths.data_dir);
     // Resumes pending tasks before the window exists, so the first paint already shows them.
     let state = bridge::AppState::start(paths);
     let engine = state.engine.clone();
@@ -26,7 +30,12 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
                 .build(),
         )
         .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(window_state)
         .manage(state)
+        .manage(notify::Watch::default())
+        .manage(window::Lifecycle::default())
+        .on_window_event(window::on_window_event)
         .invoke_handler(tauri::generate_handler![
             commands::app_info,
             commands::list_servers,
@@ -46,15 +55,23 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             commands::set_viewing_task,
         ])
         .setup(move |app| {
+            let handle = app.handle().clone();
+            // A desktop without a tray still gets the window; closing it then asks to quit instead.
+            if let Err(e) = tray::build(&handle, false) {
+                tracing::warn!("no tray icon: {e}");
+            }
             if let Some(engine) = engine {
-                bridge::forward_events(app.handle().clone(), engine, |_| {});
+                notify::seed(&handle, &engine);
+                bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
             }
             Ok(())
         })
-        .run(tauri::generate_context!())
+        .build(tauri::generate_context!())?
+        .run(window::on_run_event);
+    Ok(())
 }
 
-fn focus_main(app: &tauri::AppHandle) {
+pub(crate) fn focus_main(app: &tauri::AppHandle) {
     if let Some(window) = app.get_webview_window(MAIN_WINDOW) {
         // Each step is best effort: a window manager may refuse focus, and there is nothing to report to.
         let _ = window.unminimize();
