@@ -10,11 +10,15 @@ export type ToolList = { state: 'loading' } | { state: 'ready'; tools: ToolInfo[
 
 class ToolCache {
   lists: Record<string, ToolList> = $state({});
-  #asked: Record<string, number> = {};
+  #asked: Record<string, string> = {};
 
-  /** Loads `server`'s tools unless the current version is already loaded or loading. */
+  /**
+   * Loads `server`'s tools unless this version is already loaded or loading. A new process (pid)
+   * counts as a new version: a server that failed and came back may offer different tools.
+   */
   ensure(server: string): void {
-    const version = engine.toolsVersion[server] ?? 0;
+    const pid = engine.servers.find((s) => s.name === server)?.pid ?? null;
+    const version = `${engine.toolsVersion[server] ?? 0}/${pid ?? '-'}`;
     if (this.#asked[server] === version || !inApp) return;
     this.#asked[server] = version;
     if (this.lists[server]?.state !== 'ready') this.lists[server] = { state: 'loading' };
