@@ -86,11 +86,13 @@ async function waitForPort(port, deadlineMs, isDead) {
 /**
  * Launches Taskdeck with a fresh temporary data dir and config path.
  * Returns the WebDriver, the paths the app was given, and `stop()` which must run in a `finally`.
+ * A test that restarts the app passes the first run's `dataDir` and `configPath` to the second; paths
+ * given that way are the caller's to remove, `stop()` removes only what it created.
  */
-export async function startApp({ extraArgs = [] } = {}) {
+export async function startApp({ extraArgs = [], dataDir: givenDataDir, configPath: givenConfigPath } = {}) {
   const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-'));
-  const dataDir = join(scratch, 'data');
-  const configPath = join(scratch, 'config', 'servers.json');
+  const dataDir = givenDataDir ?? join(scratch, 'data');
+  const configPath = givenConfigPath ?? join(scratch, 'config', 'servers.json');
   const driverLog = join(scratch, 'tauri-driver.log');
   const args = ['--data-dir', dataDir, '--config', configPath, ...extraArgs];
 
