@@ -32,8 +32,12 @@ test('a running task shows a determinate bar, can be cancelled, and run again as
     const first = await row.getAttribute('data-task-id');
     // generate_report reports a total, so the bar gets a value once the first stage is reported.
     const now = await eventually(async () => {
-      const bar = await driver.findElement(css(`[data-task-id="${first}"] [data-testid="task-progress"]`));
-      return bar.getAttribute('aria-valuenow');
+      try {
+        const bar = await driver.findElement(css(`[data-task-id="${first}"] [data-testid="task-progress"]`));
+        return await bar.getAttribute('aria-valuenow');
+      } catch {
+        return undefined; // re-rendered between the find and the read: look again
+      }
     }, 20000);
     assert.ok(Number(now) >= 0 && Number(now) <= 100, `aria-valuenow ${now}`);
 
@@ -44,21 +48,19 @@ test('a running task shows a determinate bar, can be cancelled, and run again as
     assert.equal((await driver.findElements(css(`[data-task-id="${first}"] [data-testid="task-progress"]`))).length, 0);
 
     await (await waitFor(driver, '[data-testid="task-rerun"]')).click();
-    const second = await eventually(async () => {
-      const id = await driver.findElement(css('[data-testid="task-detail"]')).getAttribute('data-task-id');
-      return id !== first ? id : undefined;
-    }, 20000);
-    assert.ok(second, 'run again selects the new task');
+    // The detail pane is rebuilt per task, so wait on selectors, not on an element that may go stale.
+    const detail = await waitFor(driver, `[data-testid="task-detail"]:not([data-task-id="${first}"])`);
+    const second = await detail.getAttribute('data-task-id');
     const rows = await driver.findElements(css('[data-testid="task-row"]'));
     assert.equal(rows.length, 2);
     assert.equal(await rows[0].getAttribute('data-task-id'), second, 'newest first');
 
     // Arrow keys move the selection through the list, which keeps the focus.
     await driver.findElement(css('[data-testid="task-list"]')).sendKeys(Key.ARROW_DOWN);
-    await driver.wait(async () => (await driver.findElement(css('[data-testid="task-detail"]')).getAttribute('data-task-id')) === first, 5000);
+    await waitFor(driver, `[data-testid="task-detail"][data-task-id="${first}"]`, 5000);
     assert.equal(await driver.findElement(css(`[data-testid="task-row"][data-task-id="${first}"]`)).getAttribute('aria-selected'), 'true');
     await driver.findElement(css('[data-testid="task-list"]')).sendKeys(Key.ARROW_UP);
-    await driver.wait(async () => (await driver.findElement(css('[data-testid="task-detail"]')).getAttribute('data-task-id')) === second, 5000);
+    await waitFor(driver, `[data-testid="task-detail"][data-task-id="${second}"]`, 5000);
 
     await driver.findElement(css('[data-testid="task-cancel"]')).click();
     await waitFor(driver, `[data-testid="task-row"][data-task-id="${second}"][data-status="cancelled"]`, 20000);
