@@ -17,7 +17,7 @@ E2E_TIMEOUT ?= 600
 
 UI_INPUTS := $(shell find ui/src -type f 2>/dev/null) ui/index.html ui/vite.config.ts ui/tsconfig.json
 
-.PHONY: ui-deps ui-build ui-check app-build bindings e2e-deps test-e2e
+.PHONY: ui-deps ui-build ui-check app-build demo-build bindings e2e-deps test-e2e package
 
 ui-deps: ui/node_modules/.installed
 ui/node_modules/.installed: ui/package.json ui/package-lock.json | deps
@@ -37,6 +37,10 @@ ui-check: ui-deps
 app-build: ui-build | deps
 	cargo build -p taskdeck-app --bin taskdeck --locked
 
+# The app's default config runs the demo server found beside its own binary.
+demo-build: | deps
+	cargo build -p taskdeck-demo-server --bin taskdeck-demo-server --locked
+
 run: app-build
 	$(APP_BIN) $(ARGS)
 
@@ -52,5 +56,17 @@ tests/e2e/node_modules/.installed: tests/e2e/package.json tests/e2e/package-lock
 $(TAURI_DRIVER): | deps
 	cargo install tauri-driver --version '^2' --locked --root .cache/tools
 
-test-e2e: app-build e2e-deps
+test-e2e: app-build demo-build e2e-deps
 	TASKDECK_E2E_APP=$(CURDIR)/$(APP_BIN) timeout --kill-after=15 $(E2E_TIMEOUT) tests/e2e/run.sh
+
+# A .deb with taskdeck, taskdeck-cli and taskdeck-demo-server in /usr/bin (see bundle.linux.deb.files
+# in tauri.conf.json). Release builds: minutes, so not part of `make test`.
+PACKAGING_CLI := packaging/node_modules/.bin/tauri
+$(PACKAGING_CLI): packaging/package.json packaging/package-lock.json | deps
+	cd packaging && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+package: ui-build $(PACKAGING_CLI)
+	cargo build --release --locked -p taskdeck-cli --bin taskdeck-cli -p taskdeck-demo-server --bin taskdeck-demo-server
+	cd src-tauri && ../$(PACKAGING_CLI) build --bundles deb -- --locked
+	@ls -1 target/release/bundle/deb/*.deb

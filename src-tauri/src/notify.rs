@@ -166,7 +166,8 @@ impl Alert {
             ),
             TaskStatus::InputRequired => {
                 let question = task.question.as_ref()?;
-                let message = question.request.get("message").and_then(|m| m.as_str());
+                // The engine stores the server's request whole: `{method, params: {message, ...}}`.
+                let message = question.request.pointer("/params/message").and_then(|m| m.as_str());
                 ("Needs your input", message.unwrap_or("The task has a question for you").to_owned())
             }
             TaskStatus::Working | TaskStatus::Cancelled => return None,
@@ -227,7 +228,7 @@ mod tests {
     use serde_json::json;
 
     fn task(id: &str, status: &str, question: Option<&str>) -> TaskRecord {
-        let question = question.map(|key| json!({"key": key, "request": {"message": format!("Which one ({key})?")}}));
+        let question = question.map(|key| json!({"key": key, "request": {"method": "elicitation/create", "params": {"message": format!("Which one ({key})?")}}}));
         serde_json::from_value(json!({
             "id": id, "server": "demo", "tool": "generate_report", "arguments": {}, "idempotency_key": id,
             "mode": "task", "era": null, "remote_task_id": null, "status": status, "status_message": "Done",
