@@ -4,12 +4,26 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { By, until } from 'selenium-webdriver';
-import { startApp } from '../support/app.mjs';
+import { recordedNotifications, startApp } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 
 async function waitFor(driver, selector, ms = 20000) {
   return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
+}
+
+/**
+ * The run shares one notification record (support/notify-recorder.py) across specs, and smoke.test.mjs
+ * expects it empty; this spec is not about notifications, so it pauses them for its app instance.
+ */
+async function muteNotifications(driver) {
+  const outcome = await driver.executeAsyncScript(
+    `const done = arguments[arguments.length - 1];
+     window.__TAURI_INTERNALS__.invoke('set_notifications_muted', { muted: true })
+       .then(() => window.__TAURI_INTERNALS__.invoke('app_info', {}))
+       .then((info) => done({ ok: true, muted: info.notifications_muted }), (e) => done({ ok: false, error: String(e) }));`,
+  );
+  assert.deepEqual(outcome, { ok: true, muted: true });
 }
 
 const PAYLOAD = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned2'</script>`;
@@ -26,8 +40,11 @@ async function injected(driver) {
 
 test('a result containing <img onerror> and <script> is shown as text and runs nothing', async () => {
   const app = await startApp();
+  const notified = recordedNotifications().length;
   try {
     const { driver } = app;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    await muteNotifications(driver);
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
     const form = await waitFor(driver, '[data-testid="run-form"]');
     // sendKeys types every character, quotes and angle brackets included.
@@ -74,6 +91,7 @@ test('a result containing <img onerror> and <script> is shown as text and runs n
     await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-text"]`);
     await driver.sleep(300);
     assert.deepEqual(await injected(driver), { imgs: 0, scripts: 0, handlers: 0, title: 'Taskdeck' });
+    assert.equal(recordedNotifications().length, notified, 'nothing was notified while paused');
   } finally {
     await app.stop();
   }
