@@ -7,7 +7,7 @@ import { truncateSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { eventually, recordedNotifications, startApp } from '../support/app.mjs';
+import { eventually, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
 
 const run = promisify(execFile);
 const ITEM = '/org/ayatana/NotificationItem/tray_icon_tray_app_main';
@@ -104,6 +104,15 @@ test('the tray counts running tasks and its Pause item mutes notifications and t
     // The webview's own switch moves the tray's check mark back.
     await invoke(driver, 'set_notifications_muted', { muted: false });
     assert.ok(await eventually(async () => !(await menu(owner)).find((e) => e.id === pause.id).checked, 5000));
+
+    // Quit while a task runs asks first, natively, and nothing quits meanwhile.
+    await invoke(driver, 'run_tool', { server: 'demo', tool: 'generate_report', arguments: { topic: 'y', seconds: 5 } });
+    assert.ok(await eventually(async () => (await menu(owner))[0].label === '1 task running', 5000));
+    const quit = (await menu(owner)).find((e) => e.label === 'Quit');
+    await gdbus('--dest', owner, '--object-path', `${ITEM}/Menu`, '--method', 'com.canonical.dbusmenu.Event',
+      '--', String(quit.id), 'clicked', '<0>', 'uint32 0');
+    assert.ok(await eventually(async () => (await visibleWindowsTitled('Quit Taskdeck?')).length === 1, 5000), 'no quit dialog');
+    assert.equal((await invoke(driver, 'app_info')).engine_error, null);
   } finally {
     await app.stop();
     truncateSync(process.env.TASKDECK_E2E_NOTIFICATIONS, 0);
