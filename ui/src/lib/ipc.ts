@@ -58,3 +58,8 @@ export function onEngineBatch(handler: (batch: EngineBatch) => void): Promise<Un
 export function onFocusTask(handler: (id: string) => void): Promise<UnlistenFn> {
   return listen<{ id: string }>('focus-task', (e) => handler(e.payload.id));
 }
+
+/** The tray's "Pause notifications" (or this window's own switch) changed the setting. */
+export function onNotificationsMuted(handler: (muted: boolean) => void): Promise<UnlistenFn> {
+  return listen<{ muted: boolean }>('notifications-muted', (e) => handler(e.payload.muted));
+}
