@@ -263,6 +263,17 @@ fn payload(row: &TaskRow) -> Result<Value, ErrorObject> {
 
 /// Sends the task's question unless one is already awaiting an answer on this connection.
 async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
+    // The caller's row may predate an answer that just arrived: decide on the stored one. Together
+    // with `handle_response` keeping its request outstanding until the answer is stored, this
+    // makes sure a question is never sent again once it has been answered.
+    let fresh = match server.store().get(&row.id) {
+        Ok(Some(fresh)) => fresh,
+        _ => return,
+    };
+    let row = &fresh;
+    if row.status != TaskStatus::InputRequired {
+        return;
+    }
     let (Some(question), Some(key)) = (&row.question, &row.question_key) else { return };
     if row.answer.is_some() {
         return;
@@ -302,7 +313,8 @@ async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
 /// The client's answer to one of our `elicitation/create` requests.
 pub async fn handle_response(server: &Arc<Server>, resp: Response) {
     let Some(key) = response_key(&resp) else { return };
-    let Some((task_id, question_key)) = server.conn().outstanding.remove(&key) else {
+    // Looked up, not removed, until the answer is stored: meanwhile nobody may ask again.
+    let Some((task_id, question_key)) = server.conn().outstanding.get(&key).cloned() else {
         tracing::debug!(id = %key, "response to no outstanding request ignored");
         return;
     };
@@ -311,7 +323,9 @@ pub async fn handle_response(server: &Arc<Server>, resp: Response) {
             if let Some(obj) = result.as_object_mut() {
                 obj.remove("_meta");
             }
-            match server.store().answer(&task_id, &question_key, &result) {
+            let stored = server.store().answer(&task_id, &question_key, &result);
+            server.conn().outstanding.remove(&key);
+            match stored {
                 Ok(true) => {}
                 Ok(false) => return tracing::debug!(task = %task_id, "answer to a question no longer open"),
                 Err(e) => return tracing::error!(task = %task_id, "{e}"),
@@ -320,6 +334,7 @@ pub async fn handle_response(server: &Arc<Server>, resp: Response) {
             server.changed(&task_id);
         }
         Response::Error { error, .. } => {
+            server.conn().outstanding.remove(&key);
             // The question stays open: the next tasks/result asks again.
             tracing::warn!(task = %task_id, "client could not answer the question: {error}");
         }
