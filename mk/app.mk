@@ -41,7 +41,7 @@ app-build: ui-build | deps
 demo-build: | deps
 	cargo build -p taskdeck-demo-server --bin taskdeck-demo-server --locked
 
-run: app-build
+run: app-build demo-build
 	$(APP_BIN) $(ARGS)
 
 # Rewrites ui/src/lib/bindings/ from the Rust IPC types; `cargo test` fails while they differ.
