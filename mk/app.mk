@@ -34,12 +34,17 @@ ui-check: ui-deps
 	cd ui && npx vitest run
 
 # Cargo decides what is stale (the UI is embedded, and the build script tracks it), so this always asks.
+# Every binary in one build with the workspace's feature set, so it reuses what `cargo test
+# --workspace` compiled: building one package alone resolves features differently and rebuilds
+# half the dependency tree.
+WORKSPACE_BINS := cargo build --workspace --bins --locked
+
 app-build: ui-build | deps
-	cargo build -p taskdeck-app --bin taskdeck --locked
+	$(WORKSPACE_BINS)
 
 # The app's default config runs the demo server found beside its own binary.
 demo-build: | deps
-	cargo build -p taskdeck-demo-server --bin taskdeck-demo-server --locked
+	$(WORKSPACE_BINS)
 
 run: app-build demo-build
 	$(APP_BIN) $(ARGS)
