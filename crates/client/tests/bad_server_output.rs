@@ -29,14 +29,7 @@ async fn garbage_lines_are_set_aside_and_the_session_carries_on() {
     assert_eq!(session.era(), Era::Legacy);
     let tools = session.list_tools().await.expect("the valid answer after the garbage still arrives");
     assert_eq!(tools[0].name, "job");
-    let reasons: Vec<Discard> = rec
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            SessionEvent::Discarded { reason, .. } => Some(reason),
-            _ => None,
-        })
-        .collect();
+    let reasons = rec.discards();
     // not JSON, too long, not UTF-8, unknown response id, invalid progress params
     assert_eq!(
         reasons,
@@ -72,14 +65,7 @@ async fn out_of_order_duplicate_and_late_statuses_are_filtered() {
         })
         .collect();
     assert_eq!(delivered, vec![TaskStatus::InputRequired, TaskStatus::Completed]);
-    let discards: Vec<Discard> = rec
-        .events()
-        .into_iter()
-        .filter_map(|e| match e {
-            SessionEvent::Discarded { reason, .. } => Some(reason),
-            _ => None,
-        })
-        .collect();
+    let discards = rec.discards();
     assert_eq!(discards, vec![Discard::Duplicate, Discard::Stale, Discard::AfterTerminal]);
 }
 

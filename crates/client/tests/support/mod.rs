@@ -163,6 +163,17 @@ impl Recorder {
         }
     }
 
+    /// The reasons of every `Discarded` event so far, in order.
+    pub fn discards(&self) -> Vec<taskdeck_client::Discard> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                SessionEvent::Discarded { reason, .. } => Some(reason),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn non_stderr(&self) -> Vec<SessionEvent> {
         self.events().into_iter().filter(|e| !matches!(e, SessionEvent::Stderr(_))).collect()
     }
