@@ -7,7 +7,7 @@ import { truncateSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { eventually, recordedNotifications, startApp } from '../support/app.mjs';
+import { eventually, invoke, recordedNotifications, startApp } from '../support/app.mjs';
 
 const run = promisify(execFile);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -30,17 +30,6 @@ async function withApp(body) {
   }
 }
 
-async function invoke(driver, cmd, args = {}) {
-  const reply = await driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1])
-       .then((value) => done({ ok: true, value }), (error) => done({ ok: false, error: JSON.stringify(error) }));`,
-    cmd,
-    args,
-  );
-  assert.ok(reply.ok, `${cmd} failed: ${reply.error}`);
-  return reply.value;
-}
 
 /** Collects the payloads of a Tauri event in the page, for `heard` to read. */
 async function listen(driver, event) {

@@ -7,7 +7,7 @@ import { truncateSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { eventually, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
+import { eventually, invoke, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
 
 const run = promisify(execFile);
 const ITEM = '/org/ayatana/NotificationItem/tray_icon_tray_app_main';
@@ -50,17 +50,6 @@ async function panelLabel(owner) {
   return text.match(/<'([^']*)'>/)[1];
 }
 
-async function invoke(driver, cmd, args = {}) {
-  const reply = await driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1])
-       .then((value) => done({ ok: true, value }), (error) => done({ ok: false, error: JSON.stringify(error) }));`,
-    cmd,
-    args,
-  );
-  assert.ok(reply.ok, `${cmd} failed: ${reply.error}`);
-  return reply.value;
-}
 
 test('the tray counts running tasks and its Pause item mutes notifications and tells the webview', async () => {
   truncateSync(process.env.TASKDECK_E2E_NOTIFICATIONS, 0);

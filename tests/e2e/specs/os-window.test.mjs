@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { appBinary, eventually, startApp, visibleWindowsTitled, within } from '../support/app.mjs';
+import { appBinary, eventually, invoke, startApp, visibleWindowsTitled, within } from '../support/app.mjs';
 
 const run = promisify(execFile);
 
@@ -46,17 +46,6 @@ async function closeWindow() {
   await run('python3', ['-c', WM_DELETE, id]);
 }
 
-async function invoke(driver, cmd, args = {}) {
-  const reply = await driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1])
-       .then((value) => done({ ok: true, value }), (error) => done({ ok: false, error: JSON.stringify(error) }));`,
-    cmd,
-    args,
-  );
-  assert.ok(reply.ok, `${cmd} failed: ${reply.error}`);
-  return reply.value;
-}
 
 const visible = async () => (await visibleWindowsTitled('Taskdeck')).length;
 

@@ -155,6 +155,19 @@ export async function visibleWindowsTitled(title) {
   }
 }
 
+/** Calls one of the app's commands from the page, as the UI does; fails the test on a rejection. */
+export async function invoke(driver, cmd, args = {}) {
+  const reply = await driver.executeAsyncScript(
+    `const done = arguments[arguments.length - 1];
+     window.__TAURI_INTERNALS__.invoke(arguments[0], arguments[1])
+       .then((value) => done({ ok: true, value }), (error) => done({ ok: false, error: JSON.stringify(error) }));`,
+    cmd,
+    args,
+  );
+  if (!reply.ok) throw new Error(`${cmd} failed: ${reply.error}`);
+  return reply.value;
+}
+
 /** Polls `probe` until it returns a truthy value or `ms` pass; returns the last value. */
 export async function eventually(probe, ms = 10000, every = 100) {
   const until = Date.now() + ms;
