@@ -2,7 +2,7 @@
 //! this file turns accepted plans into SQL, one transaction per change, event included.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -33,6 +33,8 @@ const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, 
      status_message, progress, progress_total, progress_message, question_key, question, answer_key, answer, \
      result, error_code, error_message, error_reason, ttl_ms, poll_interval_ms, created_at, updated_at";
 
+static LOAD_ONE: LazyLock<String> = LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
+
 const LIVE: &str = "status IN ('working', 'input_required')";
 
 impl Store {
@@ -61,18 +63,27 @@ impl Store {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let existing: Option<String> = tx
-            .query_row("SELECT id FROM tasks WHERE idempotency_key = ?1", [&new.idempotency_key], |r| r.get(0))
+            .prepare_cached("SELECT id FROM tasks WHERE idempotency_key = ?1")?
+            .query_row([&new.idempotency_key], |r| r.get(0))
             .optional()?;
         if let Some(existing) = existing {
             return Err(StoreError::Duplicate { idempotency_key: new.idempotency_key, existing });
         }
         let id = uuid::Uuid::new_v4().to_string();
         let now = time::format(&time::now());
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'working', ?7, ?7)",
-            params![id, new.server, new.tool, new.arguments.to_string(), new.idempotency_key, new.mode.as_str(), now],
-        )?;
+        )?
+        .execute(params![
+            id,
+            new.server,
+            new.tool,
+            new.arguments.to_string(),
+            new.idempotency_key,
+            new.mode.as_str(),
+            now
+        ])?;
         let data = json!({
             "server": new.server, "tool": new.tool, "mode": new.mode, "idempotency_key": new.idempotency_key,
         });
@@ -105,12 +116,12 @@ impl Store {
             return Ok(current);
         }
         let now = time::format(&time::now());
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,
                  poll_interval_ms = ?5, updated_at = ?6
              WHERE id = ?1",
-            params![id, era.as_str(), remote_task_id, ttl_ms, poll_interval_ms, now],
-        )?;
+        )?
+        .execute(params![id, era.as_str(), remote_task_id, ttl_ms, poll_interval_ms, now])?;
         let data = json!({
             "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
         });
@@ -124,7 +135,7 @@ impl Store {
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let record = apply_in(&tx, id, &update)?;
+        let record = apply_in(&tx, id, &update, None)?;
         tx.commit()?;
         Ok(record)
     }
@@ -135,13 +146,21 @@ impl Store {
     pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
-        let mut results = Vec::with_capacity(updates.len());
-        for (id, update) in &updates {
+        let mut results: Vec<Result<TaskRecord>> = Vec::with_capacity(updates.len());
+        // A task's updates tend to come together (its messages, then its progress): each one's
+        // outcome is the next one's starting point, read back already.
+        let mut previous: Option<TaskRecord> = None;
+        for (i, (id, update)) in updates.iter().enumerate() {
             // A savepoint per item, so an SQL error halfway through one item leaves none of it.
             let sp = tx.savepoint()?;
-            let outcome = apply_in(&sp, id, update);
+            let outcome = apply_in(&sp, id, update, previous.take());
             if outcome.is_ok() {
                 sp.commit()?;
+            }
+            if let Ok(r) = &outcome
+                && updates.get(i + 1).is_some_and(|(next, _)| next == id)
+            {
+                previous = Some(r.clone());
             }
             results.push(outcome);
         }
@@ -269,8 +288,12 @@ impl Store {
     }
 }
 
-fn apply_in(conn: &Connection, id: &str, update: &Update) -> Result<TaskRecord> {
-    let current = load(conn, id)?;
+/// `current` is the task as this transaction last read or wrote it, when the caller has it.
+fn apply_in(conn: &Connection, id: &str, update: &Update, current: Option<TaskRecord>) -> Result<TaskRecord> {
+    let current = match current {
+        Some(r) => r,
+        None => load(conn, id)?,
+    };
     let plan = state::plan(&current, update)?;
     write(conn, &current, update, &plan, &time::format(&time::now()))?;
     load(conn, id)
@@ -284,35 +307,35 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
         Update::Status { message, .. } => {
             // Leaving input_required without an answer (the server moved on) drops the question:
             // a form for a question nobody is waiting on must not come back after a restart.
-            conn.execute(
+            conn.prepare_cached(
                 "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4,
                      question_key = CASE WHEN ?2 = 'input_required' THEN question_key END,
                      question = CASE WHEN ?2 = 'input_required' THEN question END
                  WHERE id = ?1",
-                params![id, to, message, now],
-            )?;
+            )?
+            .execute(params![id, to, message, now])?;
         }
         Update::Progress(Progress { progress, total, message }) => {
-            conn.execute(
+            conn.prepare_cached(
                 "UPDATE tasks SET progress = ?2, progress_total = ?3, progress_message = ?4, updated_at = ?5
                  WHERE id = ?1",
-                params![id, progress, total, message, now],
-            )?;
+            )?
+            .execute(params![id, progress, total, message, now])?;
         }
         Update::Question { question, message } => {
-            conn.execute(
+            conn.prepare_cached(
                 "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6
                  WHERE id = ?1",
-                params![id, to, question.key, question.request.to_string(), message, now],
-            )?;
+            )?
+            .execute(params![id, to, question.key, question.request.to_string(), message, now])?;
         }
         Update::Answer(Answer { key, response }) => {
-            conn.execute(
+            conn.prepare_cached(
                 "UPDATE tasks SET status = ?2, question_key = NULL, question = NULL, answer_key = ?3, answer = ?4,
                      updated_at = ?5
                  WHERE id = ?1",
-                params![id, to, key, response.to_string(), now],
-            )?;
+            )?
+            .execute(params![id, to, key, response.to_string(), now])?;
         }
         Update::Completed { result, .. } => {
             set_outcome(conn, id, to, Some(result), plan.derived_error.as_ref(), None, now)?;
@@ -340,21 +363,21 @@ fn set_outcome(
     message: Option<&str>,
     now: &str,
 ) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "UPDATE tasks SET status = ?2, result = ?3, error_code = ?4, error_message = ?5, error_reason = ?6,
              status_message = COALESCE(?7, status_message), question_key = NULL, question = NULL, updated_at = ?8
          WHERE id = ?1",
-        params![
-            id,
-            to,
-            result.map(Value::to_string),
-            error.and_then(|e| e.code),
-            error.map(|e| e.message.as_str()),
-            error.and_then(|e| e.reason.as_deref()),
-            message,
-            now
-        ],
-    )?;
+    )?
+    .execute(params![
+        id,
+        to,
+        result.map(Value::to_string),
+        error.and_then(|e| e.code),
+        error.map(|e| e.message.as_str()),
+        error.and_then(|e| e.reason.as_deref()),
+        message,
+        now
+    ])?;
     Ok(())
 }
 
@@ -367,21 +390,28 @@ fn insert_event(
     to: Option<TaskStatus>,
     data: &Value,
 ) -> Result<()> {
-    conn.execute(
+    conn.prepare_cached(
         "INSERT INTO task_events (task_id, at, kind, from_status, to_status, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![id, at, kind.as_str(), from.map(|s| s.as_str()), to.map(|s| s.as_str()), data.to_string()],
-    )?;
+    )?
+    .execute(params![
+        id,
+        at,
+        kind.as_str(),
+        from.map(|s| s.as_str()),
+        to.map(|s| s.as_str()),
+        data.to_string()
+    ])?;
     Ok(())
 }
 
 fn exists(conn: &Connection, id: &str) -> Result<()> {
-    let found = conn.query_row("SELECT 1 FROM tasks WHERE id = ?1", [id], |_| Ok(())).optional()?;
+    let found = conn.prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")?.query_row([id], |_| Ok(())).optional()?;
     found.ok_or_else(|| StoreError::NotFound { id: id.to_owned() })
 }
 
 fn load(conn: &Connection, id: &str) -> Result<TaskRecord> {
-    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1");
-    let raw = conn.query_row(&sql, [id], RawTask::read).optional()?;
+    // Every update reads the row before and after: the statement is prepared once per connection.
+    let raw = conn.prepare_cached(&LOAD_ONE)?.query_row([id], RawTask::read).optional()?;
     raw.ok_or_else(|| StoreError::NotFound { id: id.to_owned() })?.decode()
 }
 
