@@ -249,8 +249,18 @@ async fn follow_attached(
                 match res {
                     Ok(Ok(result)) => {
                         let result = serde_json::to_value(&result).unwrap_or_default();
-                        // The log keeps the status the server reports for the ended task.
-                        let said = session.get_task(remote).await.ok().map(|s| s.status).or(last_status);
+                        // The log keeps the status the server reports for the ended task. Its
+                        // status notification usually came just before the result; only without
+                        // one is the server asked.
+                        while let Ok(msg) = rx.try_recv() {
+                            if let DriverMsg::Snapshot(s) = msg {
+                                last_status = Some(s.status);
+                            }
+                        }
+                        let said = match last_status.filter(|s| s.is_terminal()) {
+                            Some(s) => Some(s),
+                            None => session.get_task(remote).await.ok().map(|s| s.status).or(last_status),
+                        };
                         let server_status = said.map(|s| s.to_string());
                         inner.apply_quietly(&id, Update::Completed { result, server_status });
                     }
@@ -328,6 +338,9 @@ pub(crate) fn apply_snapshot(inner: &Inner, rec: &TaskRecord, s: &TaskSnapshot, 
             .insert(id.clone(), Progress { progress: p.progress, total: p.total, message: p.message.clone() });
     }
     match s.status {
+        TaskStatus::Working if rec.status == TaskStatus::Working => {
+            inner.defer_message(rec, s.status_message.clone(), server_status);
+        }
         TaskStatus::Working => {
             inner.apply_quietly(
                 id,

@@ -16,7 +16,7 @@ use taskdeck_store::{
     Answer, Attempt, ListFilter, Mode, NewTask, Progress, Question as StoredQuestion, Store, StoreError, TaskEvent,
     TaskRecord, Update,
 };
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 
 use crate::config::{Config, Paths};
 use crate::driver::{self, DriverMsg};
@@ -113,6 +113,12 @@ pub(crate) struct Inner {
     router: Arc<dyn Router>,
     events: broadcast::Sender<EngineEvent>,
     pub live: Mutex<Live>,
+    /// The tasks someone is [`Engine::wait`]ing on, each with the record last published for it.
+    watched: Mutex<HashMap<String, watch::Sender<Option<TaskRecord>>>>,
+    /// Held while pending progress and messages are taken and written, so a task's deferred
+    /// writes always land before (never after) the next update applied to it.
+    writes: Mutex<()>,
+    schemas: validate::Schemas,
     /// Released by [`Engine::shutdown`], or when the process ends however it ends.
     lock: Mutex<Option<DataDirLock>>,
 }
@@ -126,6 +132,8 @@ pub(crate) struct Live {
     /// Local ids of plain calls in flight, per server: where a question without a task id belongs.
     pub plain_calls: HashMap<String, Vec<String>>,
     pub progress: HashMap<String, Progress>,
+    /// Status-message changes that wait for the next progress flush, in arrival order per task.
+    pub messages: HashMap<String, Vec<Update>>,
     pub questions: HashMap<String, LiveQuestion>,
     /// Questions naming a task whose handle this process has not registered yet.
     pub orphans: Vec<(String, Question)>,
@@ -149,6 +157,29 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 const MAX_ORPHANS: usize = 64;
+
+/// One waiter's subscription to one task; the last one to leave removes the entry.
+struct TaskWatch {
+    inner: Arc<Inner>,
+    id: String,
+    rx: watch::Receiver<Option<TaskRecord>>,
+}
+
+impl TaskWatch {
+    fn new(inner: &Arc<Inner>, id: &str) -> TaskWatch {
+        let rx = lock(&inner.watched).entry(id.to_owned()).or_insert_with(|| watch::channel(None).0).subscribe();
+        TaskWatch { inner: inner.clone(), id: id.to_owned(), rx }
+    }
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        let mut watched = lock(&self.inner.watched);
+        if watched.get(&self.id).is_some_and(|tx| tx.receiver_count() <= 1) {
+            watched.remove(&self.id);
+        }
+    }
+}
 
 impl Engine {
     /// Takes the data directory's lock, opens the store and reads the config. Servers start on
@@ -183,6 +214,9 @@ impl Engine {
                 router,
                 events,
                 live: Mutex::new(Live::default()),
+                watched: Mutex::new(HashMap::new()),
+                writes: Mutex::new(()),
+                schemas: validate::Schemas::default(),
                 lock: Mutex::new(Some(lock)),
             }
         });
@@ -296,11 +330,10 @@ impl Engine {
     pub async fn run(&self, server: &str, tool: &str, arguments: Value) -> Result<TaskRecord> {
         let session = self.server(server)?.session(self.inner.opts.server_wait).await?;
         let t = session.tool(tool).await?;
-        validate::check(&t.input_schema, &arguments).map_err(|(path, message)| EngineError::InvalidArguments {
-            tool: tool.into(),
-            path,
-            message,
-        })?;
+        self.inner
+            .schemas
+            .check(&t.input_schema, &arguments)
+            .map_err(|(path, message)| EngineError::InvalidArguments { tool: tool.into(), path, message })?;
         let id = uuid::Uuid::new_v4().to_string();
         let mode = if session.will_run_as_task(&t) { Mode::Task } else { Mode::Call };
         let record = self.inner.store.create_task(NewTask {
@@ -389,23 +422,25 @@ impl Engine {
     /// Waits until `done` holds for the task, or its driver stops without an end (then returns the
     /// record as it is; see [`Engine::stalled`]).
     pub async fn wait(&self, id: &str, done: impl Fn(&TaskRecord) -> bool) -> Result<TaskRecord> {
-        let mut rx = self.subscribe();
+        // Subscribed before the first read, so nothing published in between is missed.
+        let mut watch = TaskWatch::new(&self.inner, id);
         let mut rec = self.inner.store.get(id)?;
         loop {
             if done(&rec) || rec.status.is_terminal() || self.stalled(id).is_some() {
                 return Ok(rec);
             }
-            // Events carry the whole record: only this task's are read, and the store only when
-            // something may have been missed. Many waiters must not contend for the store.
-            match tokio::time::timeout(Duration::from_millis(500), rx.recv()).await {
-                Ok(Ok(EngineEvent::Task { task })) if task.id == rec.id => {
-                    if task.updated_at >= rec.updated_at {
-                        rec = *task;
+            // Only this task's publishes wake this waiter, with the record they carry; the store
+            // is read again only on the timeout, which also notices a driver that went away.
+            match tokio::time::timeout(Duration::from_millis(500), watch.rx.changed()).await {
+                Ok(Ok(())) => {
+                    let published = watch.rx.borrow_and_update().clone();
+                    if let Some(task) = published
+                        && task.updated_at >= rec.updated_at
+                    {
+                        rec = task;
                     }
                 }
-                Ok(Ok(_)) => {}
-                Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(self.inner.store.get(id)?),
-                Ok(Err(broadcast::error::RecvError::Lagged(_))) | Err(_) => rec = self.inner.store.get(id)?,
+                Ok(Err(_)) | Err(_) => rec = self.inner.store.get(id)?,
             }
         }
     }
@@ -425,7 +460,9 @@ impl Engine {
                         serde_json::from_value::<taskdeck_protocol::elicitation::ElicitRequestParams>(params.clone())
                             .map(|p| p.mode)
                 {
-                    validate::check(&requested_schema, &Value::Object(content.clone()))
+                    self.inner
+                        .schemas
+                        .check(&requested_schema, &Value::Object(content.clone()))
                         .map_err(|(path, message)| EngineError::InvalidAnswer { path, message })?;
                 }
                 ElicitResult::accept(content.clone())
@@ -555,14 +592,59 @@ impl Inner {
     }
 
     pub(crate) fn publish_task(&self, rec: &TaskRecord) {
-        let _ = self.events.send(EngineEvent::Task { task: Box::new(rec.clone()) });
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(EngineEvent::Task { task: Box::new(rec.clone()) });
+        }
+        if let Some(watch) = lock(&self.watched).get(&rec.id) {
+            watch.send_replace(Some(rec.clone()));
+        }
     }
 
-    /// Applies one update and publishes the result. A refusal is returned, not published.
+    /// Applies one update and publishes the result. A refusal is returned, not published. The
+    /// task's deferred messages and progress are written first, in the same transaction, so the
+    /// log keeps them in order and a terminal update cannot shut them out.
     pub(crate) fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
-        let rec = self.store.apply(id, update)?;
+        let _writing = lock(&self.writes);
+        let mut pending = self.take_deferred(id);
+        if pending.is_empty() {
+            let rec = self.store.apply(id, update)?;
+            self.publish_task(&rec);
+            return Ok(rec);
+        }
+        pending.push((id.to_owned(), update));
+        let mut results = self.store.apply_batch(pending)?;
+        let last = results.pop().expect("the update itself is in the batch");
+        for r in results {
+            match r {
+                Ok(rec) => self.publish_task(&rec),
+                Err(e) => tracing::debug!(task = id, "deferred update not applied: {e}"),
+            }
+        }
+        let rec = last?;
         self.publish_task(&rec);
         Ok(rec)
+    }
+
+    fn take_deferred(&self, id: &str) -> Vec<(String, Update)> {
+        let mut live = lock(&self.live);
+        let messages = live.messages.remove(id).unwrap_or_default();
+        let progress = live.progress.remove(id);
+        messages.into_iter().chain(progress.map(Update::Progress)).map(|u| (id.to_owned(), u)).collect()
+    }
+
+    /// A new status message on a task that stays `working`: not a transition, and servers send one
+    /// per stage, so it is written with the next progress flush rather than in a commit of its own.
+    /// The same message again is no news and is dropped.
+    pub(crate) fn defer_message(&self, rec: &TaskRecord, message: Option<String>, server_status: Option<String>) {
+        let mut live = lock(&self.live);
+        let latest = match live.messages.get(&rec.id).and_then(|queued| queued.last()) {
+            Some(Update::Status { message, .. }) => message.clone(),
+            _ => rec.status_message.clone(),
+        };
+        if latest != message {
+            let update = Update::Status { status: TaskStatus::Working, message, server_status };
+            live.messages.entry(rec.id.clone()).or_default().push(update);
+        }
     }
 
     /// Like [`Inner::apply`] for updates that may race a terminal state: a refusal means the task
@@ -685,11 +767,17 @@ impl Inner {
     }
 
     pub(crate) fn flush_progress_now(&self) {
-        let pending: Vec<(String, Progress)> = lock(&self.live).progress.drain().collect();
-        if pending.is_empty() {
+        let _writing = lock(&self.writes);
+        let updates: Vec<(String, Update)> = {
+            let mut live = lock(&self.live);
+            let messages = std::mem::take(&mut live.messages);
+            let progress = std::mem::take(&mut live.progress);
+            let messages = messages.into_iter().flat_map(|(id, ms)| ms.into_iter().map(move |m| (id.clone(), m)));
+            messages.chain(progress.into_iter().map(|(id, p)| (id, Update::Progress(p)))).collect()
+        };
+        if updates.is_empty() {
             return;
         }
-        let updates = pending.into_iter().map(|(id, p)| (id, Update::Progress(p))).collect();
         match self.store.apply_batch(updates) {
             Ok(results) => {
                 for r in results.into_iter().flatten() {
@@ -702,7 +790,8 @@ impl Inner {
 }
 
 /// Progress arrives far more often than anyone can read it: it is written in one transaction per
-/// interval, the latest value per task. Status changes do not wait for this.
+/// interval, the latest value per task, together with the status messages that came meanwhile.
+/// Status changes do not wait for this.
 async fn flush_progress(inner: Weak<Inner>) {
     loop {
         let Some(i) = inner.upgrade() else { return };

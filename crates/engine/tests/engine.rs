@@ -173,3 +173,30 @@ async fn one_engine_per_data_directory() {
     assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
     drop(first);
 }
+
+/// Stage messages wait for the progress flush, so a task that ends first must carry them (and its
+/// last progress) into the store ahead of its result: the log keeps every stage, in order.
+#[tokio::test]
+async fn messages_and_progress_that_wait_for_a_flush_land_before_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), &["demo"]);
+    let mut opts = EngineOptions::default();
+    opts.session.force_era = Some(Era::Legacy);
+    opts.server_wait = Duration::from_secs(20);
+    // Longer than the whole task: nothing pending can be written by the periodic flush.
+    opts.progress_flush = Duration::from_secs(600);
+    let engine = Engine::open(paths(dir.path()), opts).await.unwrap();
+    let rec = engine.run("demo", "generate_report", json!({"topic": "order", "seconds": 0.4})).await.unwrap();
+    let done = wait_status(&engine, &rec.id, TaskStatus::Completed).await;
+    let p = done.progress.expect("the last progress is on the row");
+    assert_eq!((p.progress, p.total), (20.0, Some(20.0)), "{p:?}");
+    let events = engine.events(&rec.id).unwrap();
+    let messages: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == taskdeck_store::EventKind::Status)
+        .filter_map(|e| e.data.get("message").and_then(|m| m.as_str()))
+        .collect();
+    assert_eq!(messages, ["Collecting sources", "Reading", "Drafting", "Formatting"], "{events:#?}");
+    assert_eq!(events.last().map(|e| e.kind), Some(taskdeck_store::EventKind::Result), "{events:#?}");
+    engine.shutdown().await;
+}
