@@ -30,10 +30,13 @@ pub struct EngineOptions {
     pub session: SessionOptions,
     /// How long a command waits for a server to come up.
     pub server_wait: Duration,
-    /// Bounds on the server's `pollInterval` (real servers ask for 250 ms to 5 s).
+    /// Bounds on the server's `pollInterval` (real servers ask for 250 ms to 5 s). The interval is
+    /// the server's word on how often it can be asked, and a poll that learns nothing new writes
+    /// nothing, so it is honoured down to a floor that only catches nonsense such as 0.
     pub min_poll: Duration,
     pub max_poll: Duration,
-    /// Progress is written at most this often per task; status changes are written at once.
+    /// Progress and status messages are written at most this often per task; status changes are
+    /// written at once.
     pub progress_flush: Duration,
     /// How long `answer` waits for a legacy server to ask its question again after a restart.
     pub question_wait: Duration,
@@ -44,7 +47,7 @@ impl Default for EngineOptions {
         Self {
             session: SessionOptions::default(),
             server_wait: Duration::from_secs(60),
-            min_poll: Duration::from_millis(250),
+            min_poll: Duration::from_millis(50),
             max_poll: Duration::from_secs(5),
             progress_flush: Duration::from_millis(100),
             question_wait: Duration::from_secs(30),
