@@ -117,7 +117,8 @@ for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WOR
         md += [
             f"| {w} | engine (`taskdeck-cli bench`) | {era} | task; store, driver, events; {HOW[era]} | "
             f"{e['tasks_per_s']} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
-            f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; {HOW[era]} | "
+            f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; progress asked and counted "
+            f"({b.get('progress_notifications', 0)} arrived); {HOW[era]} | "
             f"{b['tasks_per_s']} | {lat(b['latency_ms'])} | {b['failed']} | **{r['ratio_engine_vs_bare']}x** |",
         ]
     i = results["lifecycles"][f"{name}-poll{p}-{ERAS[0]}"]["inspector"]

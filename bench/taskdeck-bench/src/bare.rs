@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use taskdeck_client::{IgnoreEvents, ServerSpec, Session, SessionOptions, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{
+    ServerSpec, Session, SessionEvent, SessionHandler, SessionOptions, StartOptions, Started, TaskSnapshot,
+};
 use taskdeck_protocol::Era;
 use taskdeck_store::TaskStatus;
 
@@ -27,11 +29,27 @@ fn poll_interval(s: &TaskSnapshot) -> Duration {
     Duration::from_millis(s.poll_interval_ms.filter(|m| *m > 0).unwrap_or(1000) as u64)
 }
 
+/// Counts the progress notifications that arrive, which is all a store-less client does with them;
+/// the count shows the server really sent them.
+#[derive(Default)]
+struct CountProgress(AtomicUsize);
+
+impl SessionHandler for CountProgress {
+    fn on_event(&self, event: SessionEvent) {
+        if let SessionEvent::Progress { .. } = event {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One lifecycle by the same means the engine uses: a legacy server's `tasks/result` blocks until
 /// the end; otherwise `tasks/get` at the server's interval until terminal. Returns whether it
 /// ended well.
-async fn lifecycle(session: &Session, tool: &str, arguments: &Value) -> bool {
-    let handle = match session.start_tool(tool, arguments.clone(), &StartOptions::default()).await {
+async fn lifecycle(session: &Session, tool: &str, arguments: &Value, n: usize) -> bool {
+    // Progress is asked for as the engine asks for it (a token per call), so the server does the
+    // same work for both and the difference is the engine's own.
+    let opts = StartOptions { progress_token: Some(format!("bare-{n}")), ttl_ms: None };
+    let handle = match session.start_tool(tool, arguments.clone(), &opts).await {
         Ok(Started::Task(h)) => h,
         Ok(Started::Completed(r)) => return !r.is_error(),
         Err(_) => return false,
@@ -62,7 +80,8 @@ async fn lifecycle(session: &Session, tool: &str, arguments: &Value) -> bool {
 
 pub async fn run(args: Args) -> Result<Value, String> {
     let opts = SessionOptions { force_era: args.era, ..Default::default() };
-    let session = Session::connect(&args.server, opts, Arc::new(IgnoreEvents))
+    let progress = Arc::new(CountProgress::default());
+    let session = Session::connect(&args.server, opts, progress.clone())
         .await
         .map_err(|e| format!("connecting to {}: {e}", args.server.name))?;
     // Listing once up front keeps the tool lookup out of the first timed calls, as the engine's
@@ -79,9 +98,13 @@ pub async fn run(args: Args) -> Result<Value, String> {
             let total = args.tasks;
             tokio::spawn(async move {
                 let mut mine = Vec::new();
-                while next.fetch_add(1, Ordering::Relaxed) < total {
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= total {
+                        break;
+                    }
                     let t0 = Instant::now();
-                    let ok = lifecycle(&session, &tool, &arguments).await;
+                    let ok = lifecycle(&session, &tool, &arguments, n).await;
                     mine.push((t0.elapsed(), ok));
                 }
                 mine
@@ -105,5 +128,6 @@ pub async fn run(args: Args) -> Result<Value, String> {
         "elapsed_s": took.as_secs_f64(),
         "tasks_per_s": stats::per_second(results.len(), took),
         "latency_ms": stats::latency_json(&latencies),
+        "progress_notifications": progress.0.load(Ordering::Relaxed),
     }))
 }
