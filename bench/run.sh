@@ -6,6 +6,7 @@
 #   BENCH_TASKS (500)  lifecycles per client    BENCH_POLL_MS ("250 50")  server pollIntervals to run
 #   BENCH_CONCURRENCY (10)                      BENCH_RESUME_SIZES ("10000 20000")
 #   BENCH_ERAS ("legacy modern")  eras the engine and the bare client speak (the Inspector speaks legacy)
+#   BENCH_ROUNDS (3)   rounds of every lifecycle run; the summary takes each client's median
 set -euo pipefail
 
 BIN=$(cd "${1:?BIN_DIR}" && pwd)
@@ -16,6 +17,7 @@ TASKS=${BENCH_TASKS:-500}
 POLLS=${BENCH_POLL_MS:-250 50}
 CONC=${BENCH_CONCURRENCY:-10}
 ERAS=${BENCH_ERAS:-legacy modern}
+ROUNDS=${BENCH_ROUNDS:-3}
 SIZES=${BENCH_RESUME_SIZES:-10000 20000}
 INSPECTOR="$HERE/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
@@ -48,25 +50,29 @@ step() { echo "bench: $*" >&2; }
 # its taskSupport is optional; and `generate_report` with seconds=0, which is task-required, so the
 # Inspector runs it as a task too and the comparison is task against task.
 lifecycles() {
-  local name=$1 tool=$2 args=$3 POLL_MS=$4 d
+  local name=$1 tool=$2 args=$3 POLL_MS=$4 d r
   name="$name-$POLL_MS"
-  for era in $ERAS; do
-    step "$name / $era engine: taskdeck-cli bench, $TASKS lifecycles at $CONC concurrent"
-    d=$(config "$name-$era-engine" "$POLL_MS")
-    TASKDECK_FORCE_ERA=$era "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
-      --args "$args" --tasks "$TASKS" --concurrency "$CONC" --json > "$OUT/$name-$era-engine.json"
+  # Rounds alternate the clients, so a burst of other load on the machine falls on all of them
+  # alike; the summary takes each client's median round.
+  for r in $(seq "$ROUNDS"); do
+    for era in $ERAS; do
+      step "$name / $era engine, round $r: taskdeck-cli bench, $TASKS lifecycles at $CONC concurrent"
+      d=$(config "$name-$era-engine-r$r" "$POLL_MS")
+      TASKDECK_FORCE_ERA=$era "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
+        --args "$args" --tasks "$TASKS" --concurrency "$CONC" --json > "$OUT/$name-$era-engine-r$r.json"
 
-    step "$name / $era bare client: taskdeck-bench bare, same workload, no store"
-    d=$(config "$name-$era-bare" "$POLL_MS")
-    "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
-      --tasks "$TASKS" --concurrency "$CONC" > "$OUT/$name-$era-bare.json"
+      step "$name / $era bare client, round $r: taskdeck-bench bare, same workload, no store"
+      d=$(config "$name-$era-bare-r$r" "$POLL_MS")
+      "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
+        --tasks "$TASKS" --concurrency "$CONC" > "$OUT/$name-$era-bare-r$r.json"
+    done
+
+    step "$name / inspector, round $r: --cli --load, same workload"
+    d=$(config "$name-inspector-r$r" "$POLL_MS")
+    node "$INSPECTOR" --cli --format json --quiet --load --load-concurrency "$CONC" --load-requests "$TASKS" \
+      --method tools/call --tool-name "$tool" --tool-args-json "$args" \
+      "$BIN/taskdeck-demo-server" --state "$d/state" --poll-interval-ms "$POLL_MS" > "$OUT/$name-inspector-r$r.json"
   done
-
-  step "$name / inspector: --cli --load, same workload"
-  d=$(config "$name-inspector" "$POLL_MS")
-  node "$INSPECTOR" --cli --format json --quiet --load --load-concurrency "$CONC" --load-requests "$TASKS" \
-    --method tools/call --tool-name "$tool" --tool-args-json "$args" \
-    "$BIN/taskdeck-demo-server" --state "$d/state" --poll-interval-ms "$POLL_MS" > "$OUT/$name-inspector.json"
 }
 for poll in $POLLS; do
   lifecycles count count '{"n":1,"delay_ms":0}' "$poll"
@@ -83,5 +89,5 @@ for s in $SIZES; do sizes+=(--size "$s"); done
 "$BIN/taskdeck-bench" resume --config "$d/servers.json" "${sizes[@]}" > "$OUT/resume.json"
 
 step "summary"
-BENCH_ERAS="$ERAS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
+BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
   "$(node -e 'console.log(require(process.argv[1]).version)' "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")"

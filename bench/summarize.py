@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 out, tasks, conc, polls, inspector_version = sys.argv[1:6]
 POLLS = [int(p) for p in polls.split()]
 ERAS = os.environ.get("BENCH_ERAS", "legacy modern").split()
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 # How each client follows a task, per era.
 HOW = {
     "legacy": "`tasks/result` outstanding until the end, status notifications",
@@ -62,22 +63,35 @@ machine = {
     "worktree_dirty": cmd("git", "status", "--porcelain", "--untracked-files=no") not in ("", "unknown"),
 }
 
+def median_round(name, rate):
+    """Every round of one client's run, and the round with the median rate (its latencies are the
+    ones shown)."""
+    rounds = [load(f"{name}-r{r}") for r in range(1, ROUNDS + 1)]
+    rounds = [x.get("result", x) for x in rounds]
+    ordered = sorted(rounds, key=rate)
+    return ordered[len(ordered) // 2], [rate(x) for x in rounds]
+
+
 def lifecycles(name, tool, args, poll_ms, era):
     name = f"{name}-{poll_ms}"
-    engine, bare = load(f"{name}-{era}-engine"), load(f"{name}-{era}-bare")
-    insp = load(name + "-inspector")
-    insp = insp.get("result", insp)
+    engine, e_all = median_round(f"{name}-{era}-engine", lambda x: x["tasks_per_s"])
+    bare, b_all = median_round(f"{name}-{era}-bare", lambda x: x["tasks_per_s"])
+    insp, i_all = median_round(name + "-inspector", lambda x: x["throughput"])
     e, b, i = engine["tasks_per_s"], bare["tasks_per_s"], insp["throughput"]
     return {
         "workload": {"tool": tool, "arguments": args, "tasks": int(tasks), "concurrency": int(conc),
                      "server_poll_interval_ms": int(poll_ms), "era": era},
-        "engine": engine,
-        "bare_client": bare,
-        "inspector": dict(insp, version=inspector_version, era="legacy"),
+        "engine": dict(engine, rounds_tasks_per_s=e_all),
+        "bare_client": dict(bare, rounds_tasks_per_s=b_all),
+        "inspector": dict(insp, version=inspector_version, era="legacy", rounds_throughput=i_all),
         "ratio_engine_vs_inspector": ratio(e, i),
         "ratio_engine_vs_bare": ratio(e, b),
         "targets": {"engine_vs_inspector": 3.0, "engine_vs_bare": 0.7},
     }
+
+
+def spread(xs):
+    return f"{min(xs)}–{max(xs)}" if len(xs) > 1 else ""
 
 
 results = {
@@ -104,9 +118,11 @@ md = [
     f"Run of {results['when']} on commit `{machine['commit']}`: {machine['nproc']} cores, {machine['cpu']}, "
     f"load average {' '.join(machine['loadavg_at_end'])} at the end; {machine['rustc']}, node {machine['node']}.",
     "",
-    f"**Lifecycles**: {tasks} per client and workload, {conc} concurrent on one server process.",
+    f"**Lifecycles**: {tasks} per client and workload, {conc} concurrent on one server process; "
+    f"{ROUNDS} rounds, clients alternating; each figure is the client's median round, with the range "
+    f"of all rounds in brackets.",
     "",
-    "| server pollInterval | workload | client | era | what one lifecycle is | tasks/s | latency ms p50 / p90 / p99 / max | failed | engine (same row's era) ÷ this |",
+    "| server pollInterval | workload | client | era | what one lifecycle is | tasks/s (range) | latency ms p50 / p90 / p99 / max | failed | engine (same row's era) ÷ this |",
     "| ---: | --- | --- | --- | --- | ---: | --- | ---: | ---: |",
 ]
 for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WORKLOADS]:
@@ -116,15 +132,17 @@ for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WOR
         e, b = r["engine"], r["bare_client"]
         md += [
             f"| {w} | engine (`taskdeck-cli bench`) | {era} | task; store, driver, events; {HOW[era]} | "
-            f"{e['tasks_per_s']} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
+            f"{e['tasks_per_s']} ({spread(e['rounds_tasks_per_s'])}) | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
             f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; progress asked and counted "
             f"({b.get('progress_notifications', 0)} arrived); {HOW[era]} | "
-            f"{b['tasks_per_s']} | {lat(b['latency_ms'])} | {b['failed']} | **{r['ratio_engine_vs_bare']}x** |",
+            f"{b['tasks_per_s']} ({spread(b['rounds_tasks_per_s'])}) | {lat(b['latency_ms'])} | {b['failed']} | "
+            f"**{r['ratio_engine_vs_bare']}x** |",
         ]
     i = results["lifecycles"][f"{name}-poll{p}-{ERAS[0]}"]["inspector"]
     vs = ", ".join(f"{era} engine **{results['lifecycles'][f'{name}-poll{p}-{era}']['ratio_engine_vs_inspector']}x**"
                    for era in ERAS)
-    md.append(f"| {w} | Inspector {inspector_version} `--cli --load` | legacy | {inspector_does} | {i['throughput']} | "
+    md.append(f"| {w} | Inspector {inspector_version} `--cli --load` | legacy | {inspector_does} | "
+              f"{i['throughput']} ({spread(i['rounds_throughput'])}) | "
               f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | {vs} |")
 md += [
     "",

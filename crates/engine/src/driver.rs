@@ -38,12 +38,13 @@ pub(crate) async fn drive(inner: Arc<Inner>, id: String, mut rx: mpsc::Unbounded
             live.stalled.insert(id.clone(), reason.clone());
         }
     }
+    // A task that ended was published with its end; one left pending is published again so
+    // whoever waits on it learns that nobody drives it any more.
     if let Err(reason) = outcome {
         tracing::warn!(task = %id, %reason, "task left pending");
-    }
-    // Waiters re-read the store on any event; this one tells them the driver is gone.
-    if let Ok(rec) = inner.store.get(&id) {
-        inner.publish_task(&rec);
+        if let Ok(rec) = inner.store.get(&id) {
+            inner.publish_task(&rec);
+        }
     }
 }
 
