@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use taskdeck_client::{ClientError, Session, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{ClientError, Question, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::types::CallToolResult;
 use taskdeck_protocol::{Era, TaskStatus, codes, methods};
 use taskdeck_store::{Mode, Progress, TaskError, TaskRecord, Update};
@@ -19,6 +19,8 @@ use crate::engine::{Inner, LiveQuestion, lock};
 
 pub(crate) enum DriverMsg {
     Snapshot(Box<TaskSnapshot>),
+    /// The server asked the user something about this task (legacy `elicitation/create`).
+    Question(Box<Question>),
     /// Something changed locally (an answer, a cancel): look again.
     Wake,
 }
@@ -239,6 +241,7 @@ async fn follow_attached(
                     last_status = Some(s.status);
                     apply_snapshot(inner, &rec, &s, era);
                 }
+                Some(DriverMsg::Question(q)) => inner.record_question(&id, &rec.server, *q),
                 Some(DriverMsg::Wake) => {}
                 None => {
                     abort(&watcher);

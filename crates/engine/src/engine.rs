@@ -2,7 +2,7 @@
 //! each task's driver, and publishes every change. Front ends (the CLI, the desktop app) call it
 //! and subscribe to its events; they never hold the truth themselves.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -138,8 +138,9 @@ pub(crate) struct Live {
     /// Status-message changes that wait for the next progress flush, in arrival order per task.
     pub messages: HashMap<String, Vec<Update>>,
     pub questions: HashMap<String, LiveQuestion>,
-    /// Questions naming a task whose handle this process has not registered yet.
-    pub orphans: Vec<(String, Question)>,
+    /// Reports and questions naming a task whose handle this process has not registered yet
+    /// (they can overtake it): handed to its driver, in arrival order, once it is.
+    pub early: VecDeque<Early>,
     /// Tasks whose driver stopped without an end, and why (the server is unavailable).
     pub stalled: HashMap<String, String>,
 }
@@ -159,7 +160,14 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-const MAX_ORPHANS: usize = 64;
+/// How many early reports are kept for handles still to come; the oldest make room.
+const MAX_EARLY: usize = 256;
+
+pub(crate) struct Early {
+    server: String,
+    remote: String,
+    msg: DriverMsg,
+}
 
 /// One waiter's subscription to one task; the last one to leave removes the entry.
 struct TaskWatch {
@@ -668,17 +676,50 @@ impl Inner {
 
     pub(crate) fn register_remote(&self, rec: &TaskRecord) {
         let Some(remote) = &rec.remote_task_id else { return };
-        let orphans = {
+        let (early, driver) = {
             let mut live = lock(&self.live);
             live.remote.insert((rec.server.clone(), remote.clone()), rec.id.clone());
-            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut live.orphans)
+            let (mine, rest): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut live.early)
                 .into_iter()
-                .partition(|(s, q)| s == &rec.server && q.task_id.as_deref() == Some(remote.as_str()));
-            live.orphans = rest;
-            mine
+                .partition(|e| e.server == rec.server && &e.remote == remote);
+            live.early = rest;
+            (mine, live.drivers.get(&rec.id).cloned())
         };
-        for (_, q) in orphans {
-            self.record_question(&rec.id, &rec.server, q);
+        for e in early {
+            let unsent = match &driver {
+                Some(tx) => tx.send(e.msg).err().map(|mpsc::error::SendError(msg)| msg),
+                None => Some(e.msg),
+            };
+            // Without a driver a report has nobody to act on it; a question is still the user's.
+            if let Some(DriverMsg::Question(q)) = unsent {
+                self.record_question(&rec.id, &rec.server, *q);
+            }
+        }
+    }
+
+    /// Keeps a report or question for a remote task whose handle has not been registered yet.
+    fn keep_early(&self, server: &str, remote: &str, msg: DriverMsg) {
+        let dropped = {
+            let mut live = lock(&self.live);
+            let dropped = if live.early.len() >= MAX_EARLY { live.early.pop_front() } else { None };
+            live.early.push_back(Early { server: server.to_owned(), remote: remote.to_owned(), msg });
+            dropped
+        };
+        if let Some(old) = dropped {
+            tracing::warn!(server = %old.server, task = %old.remote, "a report for a task no one here started was dropped");
+            if let DriverMsg::Question(q) = old.msg {
+                self.cancel_question(&old.server, *q);
+            }
+        }
+    }
+
+    /// Declines, on the server, a question nobody here can be shown.
+    fn cancel_question(&self, server: &str, q: Question) {
+        tracing::warn!(server, "a question that belongs to no task was cancelled");
+        if let Some(session) = self.server(server).and_then(|s| s.current_session()) {
+            tokio::spawn(async move {
+                let _ = session.answer(&q.key, None, &ElicitResult::cancel()).await;
+            });
         }
     }
 
@@ -699,13 +740,17 @@ impl Inner {
 
     fn on_session_event(&self, server: &str, event: SessionEvent) {
         match event {
-            SessionEvent::Task(snapshot) => {
-                if let Some(id) = self.local_for_remote(server, &snapshot.task_id)
-                    && let Some(tx) = lock(&self.live).drivers.get(&id)
-                {
-                    let _ = tx.send(DriverMsg::Snapshot(snapshot));
+            SessionEvent::Task(snapshot) => match self.local_for_remote(server, &snapshot.task_id) {
+                Some(id) => {
+                    if let Some(tx) = lock(&self.live).drivers.get(&id) {
+                        let _ = tx.send(DriverMsg::Snapshot(snapshot));
+                    }
                 }
-            }
+                None => {
+                    let remote = snapshot.task_id.clone();
+                    self.keep_early(server, &remote, DriverMsg::Snapshot(snapshot));
+                }
+            },
             SessionEvent::Progress { token, progress, total, message } => {
                 if let Some(id) = token.as_str() {
                     let mut live = lock(&self.live);
@@ -733,10 +778,8 @@ impl Inner {
             Some(remote) => match self.local_for_remote(server, remote) {
                 Some(id) => Some(id),
                 None => {
-                    let mut live = lock(&self.live);
-                    if live.orphans.len() < MAX_ORPHANS {
-                        live.orphans.push((server.to_owned(), q));
-                    }
+                    let remote = remote.clone();
+                    self.keep_early(server, &remote, DriverMsg::Question(Box::new(q)));
                     return;
                 }
             },
@@ -757,15 +800,25 @@ impl Inner {
             }
         };
         match target {
-            Some(id) => self.record_question(&id, server, q),
-            None => {
-                tracing::warn!(server, "a question that belongs to no task was cancelled");
-                if let Some(session) = self.server(server).and_then(|s| s.current_session()) {
-                    tokio::spawn(async move {
-                        let _ = session.answer(&q.key, None, &ElicitResult::cancel()).await;
-                    });
+            // A task's driver applies its status reports in the order they came; its question
+            // joins that queue, or a `working` report sent just before the question, applied after
+            // it, would take the question away again.
+            Some(id) if q.task_id.is_some() => {
+                let driver = lock(&self.live).drivers.get(&id).cloned();
+                let unsent = match driver {
+                    Some(tx) => match tx.send(DriverMsg::Question(Box::new(q))) {
+                        Ok(()) => None,
+                        Err(mpsc::error::SendError(DriverMsg::Question(q))) => Some(*q),
+                        Err(_) => None,
+                    },
+                    None => Some(q),
+                };
+                if let Some(q) = unsent {
+                    self.record_question(&id, server, q);
                 }
             }
+            Some(id) => self.record_question(&id, server, q),
+            None => self.cancel_question(server, q),
         }
     }
 
