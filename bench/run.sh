@@ -4,6 +4,7 @@
 # Usage: bench/run.sh BIN_DIR OUT_DIR   (BIN_DIR holds release builds of taskdeck-cli,
 # taskdeck-demo-server and taskdeck-bench). Knobs, all environment variables:
 #   BENCH_TASKS (500)  lifecycles per client    BENCH_POLL_MS ("250 50")  server pollIntervals to run
+#   BENCH_LEGACY_TASKS (2500)  lifecycles per legacy-era engine and bare-client run
 #   BENCH_CONCURRENCY (10)                      BENCH_RESUME_SIZES ("10000 20000")
 #   BENCH_ERAS ("legacy modern")  eras the engine and the bare client speak (the Inspector speaks legacy)
 #   BENCH_ROUNDS (3)   rounds of every lifecycle run; the summary takes each client's median
@@ -14,6 +15,9 @@ mkdir -p "${2:?OUT_DIR}"
 OUT=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 TASKS=${BENCH_TASKS:-500}
+# A legacy lifecycle takes milliseconds, not a poll interval: 500 of them are over in half a
+# second, too short to measure steadily, so the engine and the bare client run more there.
+LEGACY_TASKS=${BENCH_LEGACY_TASKS:-2500}
 POLLS=${BENCH_POLL_MS:-250 50}
 CONC=${BENCH_CONCURRENCY:-10}
 ERAS=${BENCH_ERAS:-legacy modern}
@@ -56,15 +60,17 @@ lifecycles() {
   # alike; the summary takes each client's median round.
   for r in $(seq "$ROUNDS"); do
     for era in $ERAS; do
-      step "$name / $era engine, round $r: taskdeck-cli bench, $TASKS lifecycles at $CONC concurrent"
+      n=$TASKS
+      [ "$era" = legacy ] && n=$LEGACY_TASKS
+      step "$name / $era engine, round $r: taskdeck-cli bench, $n lifecycles at $CONC concurrent"
       d=$(config "$name-$era-engine-r$r" "$POLL_MS")
       TASKDECK_FORCE_ERA=$era "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
-        --args "$args" --tasks "$TASKS" --concurrency "$CONC" --json > "$OUT/$name-$era-engine-r$r.json"
+        --args "$args" --tasks "$n" --concurrency "$CONC" --json > "$OUT/$name-$era-engine-r$r.json"
 
       step "$name / $era bare client, round $r: taskdeck-bench bare, same workload, no store"
       d=$(config "$name-$era-bare-r$r" "$POLL_MS")
       "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
-        --tasks "$TASKS" --concurrency "$CONC" > "$OUT/$name-$era-bare-r$r.json"
+        --tasks "$n" --concurrency "$CONC" > "$OUT/$name-$era-bare-r$r.json"
     done
 
     step "$name / inspector, round $r: --cli --load, same workload"
@@ -89,5 +95,5 @@ for s in $SIZES; do sizes+=(--size "$s"); done
 "$BIN/taskdeck-bench" resume --config "$d/servers.json" "${sizes[@]}" > "$OUT/resume.json"
 
 step "summary"
-BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
+BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" BENCH_LEGACY_TASKS="$LEGACY_TASKS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
   "$(node -e 'console.log(require(process.argv[1]).version)' "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")"

@@ -12,6 +12,7 @@ out, tasks, conc, polls, inspector_version = sys.argv[1:6]
 POLLS = [int(p) for p in polls.split()]
 ERAS = os.environ.get("BENCH_ERAS", "legacy modern").split()
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+LEGACY_TASKS = int(os.environ.get("BENCH_LEGACY_TASKS", tasks))
 # How each client follows a task, per era.
 HOW = {
     "legacy": "`tasks/result` outstanding until the end, status notifications",
@@ -79,7 +80,7 @@ def lifecycles(name, tool, args, poll_ms, era):
     insp, i_all = median_round(name + "-inspector", lambda x: x["throughput"])
     e, b, i = engine["tasks_per_s"], bare["tasks_per_s"], insp["throughput"]
     return {
-        "workload": {"tool": tool, "arguments": args, "tasks": int(tasks), "concurrency": int(conc),
+        "workload": {"tool": tool, "arguments": args, "tasks": engine["tasks"], "concurrency": int(conc),
                      "server_poll_interval_ms": int(poll_ms), "era": era},
         "engine": dict(engine, rounds_tasks_per_s=e_all),
         "bare_client": dict(bare, rounds_tasks_per_s=b_all),
@@ -118,7 +119,8 @@ md = [
     f"Run of {results['when']} on commit `{machine['commit']}`: {machine['nproc']} cores, {machine['cpu']}, "
     f"load average {' '.join(machine['loadavg_at_end'])} at the end; {machine['rustc']}, node {machine['node']}.",
     "",
-    f"**Lifecycles**: {tasks} per client and workload, {conc} concurrent on one server process; "
+    f"**Lifecycles**: {tasks} per client and workload ({LEGACY_TASKS} for the engine and the bare client in the "
+    f"legacy era, whose lifecycles take milliseconds), {conc} concurrent on one server process; "
     f"{ROUNDS} rounds, clients alternating; each figure is the client's median round, with the range "
     f"of all rounds in brackets.",
     "",
