@@ -24,10 +24,42 @@ test('the empty state runs generate_report through the run form, and the row fin
     await waitFor(driver, '[data-testid="run-error"]', 5000);
     assert.equal(await form.findElement(css('input[name="topic"]')).getAttribute('aria-invalid'), 'true');
 
+    // Switching to JSON and back never drops what was typed: a value one side cannot hold keeps the
+    // user where they are, with the reason.
+    const seconds = () => form.findElement(css('input[name="seconds"]'));
+    await (await seconds()).clear();
+    await (await seconds()).sendKeys('soon');
+    await form.findElement(css('[data-testid="run-mode-json"]')).click();
+    assert.match(await (await waitFor(driver, '[data-testid="run-error"]', 5000)).getText(), /Fix or clear/);
+    assert.equal(await (await seconds()).getAttribute('value'), 'soon');
+
+    await (await seconds()).clear();
+    await (await seconds()).sendKeys('1');
     await form.findElement(css('input[name="topic"]')).sendKeys('E2E <b>report</b>');
-    const seconds = form.findElement(css('input[name="seconds"]'));
-    await seconds.clear();
-    await seconds.sendKeys('1');
+    await form.findElement(css('[data-testid="run-mode-json"]')).click();
+    const json = await waitFor(driver, '[data-testid="run-json"]', 5000);
+    assert.deepEqual(JSON.parse(await json.getAttribute('value')), { topic: 'E2E <b>report</b>', seconds: 1 });
+    await driver.executeScript(
+      (el, text) => {
+        el.value = text;
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+      },
+      json,
+      JSON.stringify({ topic: 'E2E <b>report</b>', seconds: 1, priority: 'high' }),
+    );
+    await form.findElement(css('[data-testid="run-mode-form"]')).click();
+    assert.match(await (await waitFor(driver, '[data-testid="run-error"]', 5000)).getText(), /cannot show “priority”/);
+    assert.equal((await form.findElements(css('[data-testid="run-json"]'))).length, 1, 'still in JSON');
+    await driver.executeScript(
+      (el, text) => {
+        el.value = text;
+        el.dispatchEvent(new Event('input', { bubbles: true }));
+      },
+      json,
+      JSON.stringify({ topic: 'E2E <b>report</b>', seconds: 1 }),
+    );
+    await form.findElement(css('[data-testid="run-mode-form"]')).click();
+    assert.equal(await (await form.findElement(css('input[name="topic"]'))).getAttribute('value'), 'E2E <b>report</b>');
     await form.findElement(css('[data-testid="run-submit"]')).click();
 
     // The new task is selected in the Tasks view and finishes on its own.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JsonValue } from '../lib/types';
-import { buildForm, collect, emptyValue, initialValues, parseJsonObject, type Field, type FormValues } from './schemaForm';
+import { buildForm, collect, emptyValue, initialValues, lostInForm, parseJsonObject, type Field, type FormValues } from './schemaForm';
 
 function fields(schema: JsonValue): Field[] {
   const m = buildForm(schema);
@@ -295,5 +295,35 @@ describe('the JSON editor', () => {
   it('refuses broken JSON and non-objects with a reason', () => {
     expect(parseJsonObject('{a:1}')).toMatchObject({ ok: false, error: expect.stringMatching(/^Not valid JSON/) });
     expect(parseJsonObject('[1]')).toEqual({ ok: false, error: 'The arguments must be a JSON object, { … }' });
+  });
+});
+
+describe('switching between the JSON editor and the form', () => {
+  const fs = () =>
+    fields({
+      type: 'object',
+      properties: {
+        n: { type: 'integer' },
+        s: { type: 'string' },
+        when: { type: 'string', format: 'date-time' },
+        colour: { type: 'string', enum: ['red', 'blue'] },
+        box: { type: 'object', properties: { w: { type: 'number' } } },
+      },
+    });
+
+  it('finds nothing to lose in JSON the form can hold', () => {
+    expect(lostInForm(fs(), { n: 3, s: 'hi', when: '2026-11-30T10:00:00.000Z', colour: 'blue', box: { w: 1.5 } })).toEqual([]);
+    expect(lostInForm(fs(), {})).toEqual([]);
+    // The same instant in another spelling is not a loss; another instant would be.
+    expect(lostInForm(fs(), { when: '2026-11-30T12:00:00+02:00' })).toEqual([]);
+  });
+
+  it('names keys without a field and values a field cannot show', () => {
+    expect(lostInForm(fs(), { n: 'three', extra: true, colour: 'green', box: { w: 1, h: 2 }, s: 'kept' })).toEqual([
+      'n',
+      'extra',
+      'colour',
+      'box',
+    ]);
   });
 });

@@ -230,6 +230,25 @@ export type Collected = { value: { [key: string]: JsonValue }; errors: Record<st
  * Reads the form into the JSON to send, checking what the schema asks for. `errors` is keyed by
  * field path; the value is best effort even with errors, so the JSON editor can take it over.
  */
+/**
+ * The top-level keys of `args` that the form cannot hold as they are (no field for them, or a value
+ * the field cannot show, such as text in a number field): switching such JSON to the form would drop
+ * or change them.
+ */
+export function lostInForm(fields: readonly Field[], args: { [key: string]: JsonValue }): string[] {
+  const back = collect(fields, initialValues(fields, args)).value;
+  return Object.keys(args).filter((k) => !sameJson(back[k], args[k]) && !sameInstant(fields, k, back[k], args[k]));
+}
+
+// The form writes a date-time back in its own spelling (UTC, milliseconds); the same instant
+// written another way is not a loss.
+function sameInstant(fields: readonly Field[], name: string, a: JsonValue | undefined, b: JsonValue | undefined): boolean {
+  const f = fields.find((x) => x.name === name);
+  if (f?.kind !== 'text' || f.format !== 'date-time' || typeof a !== 'string' || typeof b !== 'string') return false;
+  const [ta, tb] = [Date.parse(a), Date.parse(b)];
+  return !Number.isNaN(ta) && ta === tb;
+}
+
 export function collect(fields: readonly Field[], values: FormValues): Collected {
   const errors: Record<string, string> = {};
   return { value: collectObject(fields, values, errors), errors };
