@@ -53,6 +53,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             commands::open_url,
             commands::set_notifications_muted,
             commands::set_viewing_task,
+            commands::ui_ready,
         ])
         .setup(move |app| {
             let handle = app.handle().clone();

@@ -50,6 +50,8 @@ export const rerunTask = (id: string) => invoke<TaskRecord>('rerun_task', { id }
 export const openUrl = (url: string) => invoke<void>('open_url', { url });
 export const setNotificationsMuted = (muted: boolean) => invoke<void>('set_notifications_muted', { muted });
 export const setViewingTask = (id: string | null) => invoke<void>('set_viewing_task', { id });
+/** Says the first render with the tasks loaded is on screen (see `afterPaint`). */
+export const uiReady = () => invoke<void>('ui_ready');
 
 export function onEngineBatch(handler: (batch: EngineBatch) => void): Promise<UnlistenFn> {
   return listen<EngineBatch>('engine-batch', (e) => handler(e.payload));
