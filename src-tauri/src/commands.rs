@@ -151,6 +151,53 @@ pub async fn run_tool(
     Ok(engine(&state)?.run(&server, &tool, arguments).await?)
 }
 
+/// Saves a task's result to a file the user picks, from the store rather than from what the page
+/// shows. `None` when the user closed the dialog without choosing.
+#[tauri::command]
+pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id: String) -> Result<Option<String>> {
+    use tauri::Manager;
+    use tauri_plugin_dialog::DialogExt;
+
+    let task = engine(&state)?.get(&id)?;
+    let Some(result) = task.result else {
+        return Err(CommandError { code: "no_result".into(), message: "this task has no result to export yet".into() });
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut dialog = app
+        .dialog()
+        .file()
+        .set_title("Export result")
+        .set_file_name(export_file_name(&task.tool, &task.id))
+        .add_filter("JSON", &["json"]);
+    if let Ok(dir) = app.path().download_dir()
+        && dir.is_dir()
+    {
+        dialog = dialog.set_directory(dir);
+    }
+    dialog.save_file(move |picked| {
+        let _ = tx.send(picked);
+    });
+    let Some(picked) = rx.await.ok().flatten() else { return Ok(None) };
+    let path = picked.into_path().map_err(|e| CommandError { code: "io".into(), message: e.to_string() })?;
+    let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
+    std::fs::write(&path, text + "\n")
+        .map_err(|e| CommandError { code: "io".into(), message: format!("could not write {}: {e}", path.display()) })?;
+    Ok(Some(path.display().to_string()))
+}
+
+/// `<tool>-<first part of the id>.json`, with anything a file system could object to replaced: the
+/// tool name is the server's choice.
+fn export_file_name(tool: &str, id: &str) -> String {
+    let safe: String = tool
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(80)
+        .collect();
+    let short = id.split('-').next().unwrap_or(id);
+    let safe = safe.trim_start_matches(['_', '-']);
+    if safe.is_empty() { format!("result-{short}.json") } else { format!("{safe}-{short}.json") }
+}
+
 #[tauri::command]
 pub async fn rerun_task(state: State<'_, AppState>, id: String) -> Result<TaskRecord> {
     let engine = engine(&state)?;
@@ -228,3 +275,17 @@ pub fn ui_ready() {
 
 /// Every command, for `build.rs` and the capability (kept in step by a test).
 pub const COMMANDS: &[&str] = &include!("command_names.in");
+
+#[cfg(test)]
+mod tests {
+    use super::export_file_name;
+
+    #[test]
+    fn export_names_are_safe_whatever_the_tool_is_called() {
+        let id = "0c8f3e2a-1b2c-4d5e-8f90-123456789abc";
+        assert_eq!(export_file_name("generate_report", id), "generate_report-0c8f3e2a.json");
+        assert_eq!(export_file_name("../../etc/passwd", id), "etc_passwd-0c8f3e2a.json");
+        assert_eq!(export_file_name("répertoire de notes", id), "r_pertoire_de_notes-0c8f3e2a.json");
+        assert_eq!(export_file_name("...", id), "result-0c8f3e2a.json");
+    }
+}

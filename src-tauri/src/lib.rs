@@ -46,6 +46,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             commands::list_tools,
             commands::run_tool,
             commands::rerun_task,
+            commands::export_result,
             commands::list_tasks,
             commands::task_detail,
             commands::answer_task,

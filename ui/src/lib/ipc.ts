@@ -47,6 +47,8 @@ export const taskDetail = (id: string) => invoke<TaskDetail>('task_detail', { id
 export const answerTask = (id: string, answer: ElicitAnswer) => invoke<TaskRecord>('answer_task', { id, answer });
 export const cancelTask = (id: string) => invoke<TaskRecord>('cancel_task', { id });
 export const rerunTask = (id: string) => invoke<TaskRecord>('rerun_task', { id });
+/** Asks where to save the task's result and writes it there; `null` when the user cancelled. */
+export const exportResult = (id: string) => invoke<string | null>('export_result', { id });
 export const openUrl = (url: string) => invoke<void>('open_url', { url });
 export const setNotificationsMuted = (muted: boolean) => invoke<void>('set_notifications_muted', { muted });
 export const setViewingTask = (id: string | null) => invoke<void>('set_viewing_task', { id });
