@@ -3,30 +3,26 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { truncateSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { eventually, invoke, recordedNotifications, startApp } from '../support/app.mjs';
+import { eventually, invoke, notificationMark, recordedNotifications, startApp } from '../support/app.mjs';
 
 const run = promisify(execFile);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// The recorder's log is shared by the whole suite and later specs expect it empty: each test here
-// starts from an empty log and leaves one behind.
-function clearNotifications() {
-  truncateSync(process.env.TASKDECK_E2E_NOTIFICATIONS, 0);
-}
+// The recorder's log is shared by the whole suite: each test here reads only what came after it
+// started.
+let mark = 0;
 
 async function withApp(body) {
-  clearNotifications();
+  mark = notificationMark();
   const app = await startApp();
   try {
     await app.driver.wait(until.elementLocated(By.css('[data-testid="sidebar"]')), 15000);
     await body(app.driver, app);
   } finally {
     await app.stop();
-    clearNotifications();
   }
 }
 
@@ -62,7 +58,7 @@ async function waitForTask(driver, id, what, ok, ms = 20000) {
 
 const completed = (driver, id) => waitForTask(driver, id, 'completed', (t) => t.status === 'completed');
 
-const notificationsAbout = (summary) => recordedNotifications().filter((n) => n.summary === summary);
+const notificationsAbout = (summary) => recordedNotifications(mark).filter((n) => n.summary === summary);
 
 test('a finished task notifies once with its status message, and clicking it focuses the task', async () => {
   await withApp(async (driver) => {
@@ -71,7 +67,7 @@ test('a finished task notifies once with its status message, and clicking it foc
     const done = await completed(driver, started.id);
 
     const sent = await eventually(() => notificationsAbout('generate_report on demo: Done').length > 0, 5000);
-    assert.ok(sent, `no notification; recorded: ${JSON.stringify(recordedNotifications())}`);
+    assert.ok(sent, `no notification; recorded: ${JSON.stringify(recordedNotifications(mark))}`);
     const [note] = notificationsAbout('generate_report on demo: Done');
     assert.equal(note.app_name, 'Taskdeck');
     assert.equal(note.body, done.status_message);
@@ -79,7 +75,7 @@ test('a finished task notifies once with its status message, and clicking it foc
 
     // Later updates of the same finished task are not news.
     await sleep(300);
-    assert.equal(recordedNotifications().filter((n) => n.summary).length, 1);
+    assert.equal(recordedNotifications(mark).filter((n) => n.summary).length, 1);
 
     // The click as a notification server reports it; the app waits for it on its own thread, which
     // starts listening just after the notification is shown, so say it until the app hears it.
@@ -108,14 +104,14 @@ test('paused notifications send nothing, and the pause reaches app_info and list
     await completed(driver, quiet.id);
     // The engine's event reaches the app a moment after the store has the status.
     await sleep(500);
-    assert.deepEqual(recordedNotifications(), []);
+    assert.deepEqual(recordedNotifications(mark), []);
 
     // Resumed, the next one is told: the silence above was the pause, not a broken pipe.
     await invoke(driver, 'set_notifications_muted', { muted: false });
     const loud = await runTool(driver, 'generate_report', { topic: 'loud', seconds: 1 });
     await completed(driver, loud.id);
-    assert.ok(await eventually(() => recordedNotifications().length === 1, 5000));
-    assert.equal(recordedNotifications()[0].summary, 'generate_report on demo: Done');
+    assert.ok(await eventually(() => recordedNotifications(mark).length === 1, 5000));
+    assert.equal(recordedNotifications(mark)[0].summary, 'generate_report on demo: Done');
   });
 });
 
@@ -126,7 +122,7 @@ test('a question notifies "Needs your input" with the question as the body', asy
     const summary = 'diagnose_incident on demo: Needs your input';
     assert.ok(
       await eventually(() => notificationsAbout(summary).length > 0, 5000),
-      `no notification; recorded: ${JSON.stringify(recordedNotifications())}`,
+      `no notification; recorded: ${JSON.stringify(recordedNotifications(mark))}`,
     );
     const [note] = notificationsAbout(summary);
     assert.equal(note.body, asking.question.request.params.message);

@@ -3,11 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { truncateSync } from 'node:fs';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { eventually, invoke, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
+import { eventually, invoke, notificationMark, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
 
 const run = promisify(execFile);
 const ITEM = '/org/ayatana/NotificationItem/tray_icon_tray_app_main';
@@ -52,7 +51,7 @@ async function panelLabel(owner) {
 
 
 test('the tray counts running tasks and its Pause item mutes notifications and tells the webview', async () => {
-  truncateSync(process.env.TASKDECK_E2E_NOTIFICATIONS, 0);
+  const mark = notificationMark();
   const app = await startApp();
   try {
     const { driver } = app;
@@ -88,7 +87,7 @@ test('the tray counts running tasks and its Pause item mutes notifications and t
     assert.ok(await eventually(async () => (await menu(owner))[0].label === 'Nothing running', 20000));
     assert.equal((await invoke(driver, 'task_detail', { id: task.id })).task.status, 'completed');
     assert.equal(await panelLabel(owner), '');
-    assert.deepEqual(recordedNotifications(), []);
+    assert.deepEqual(recordedNotifications(mark), []);
 
     // The webview's own switch moves the tray's check mark back.
     await invoke(driver, 'set_notifications_muted', { muted: false });
@@ -104,6 +103,5 @@ test('the tray counts running tasks and its Pause item mutes notifications and t
     assert.equal((await invoke(driver, 'app_info')).engine_error, null);
   } finally {
     await app.stop();
-    truncateSync(process.env.TASKDECK_E2E_NOTIFICATIONS, 0);
   }
 });

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { By, until } from 'selenium-webdriver';
-import { appBinary, eventually, recordedNotifications, startApp } from '../support/app.mjs';
+import { appBinary, eventually, notificationMark, recordedNotifications, startApp } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -85,7 +85,7 @@ test('after a hard kill mid-task, a new instance finishes the report and asks th
   );
 
   let app;
-  const notified = recordedNotifications().length;
+  const notified = notificationMark();
   try {
     // ---- first life ----
     app = await startApp({ dataDir, configPath });
@@ -162,7 +162,7 @@ test('after a hard kill mid-task, a new instance finishes the report and asks th
     await waitFor(driver, `[data-testid="task-row"][data-task-id="${diagnosisId}"][data-status="completed"]`, 30000);
     const diagnosis = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${diagnosisId}"] [data-testid="result-text"]`);
     assert.match(await diagnosis.getText(), /Diagnosis for Auth gateway/);
-    assert.equal(recordedNotifications().length, notified, 'nothing was notified while paused');
+    assert.deepEqual(recordedNotifications(notified), [], 'nothing was notified while paused');
   } finally {
     if (app) await app.stop();
     // Whatever outlived its group (the demo server has its own) must not outlive the test.

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { By, until } from 'selenium-webdriver';
-import { eventually, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
+import { eventually, notificationMark, recordedNotifications, startApp, visibleWindowsTitled } from '../support/app.mjs';
 
 test('the app opens one Taskdeck window with the sidebar and the paths it was given', async () => {
+  const mark = notificationMark();
   const app = await startApp();
   try {
     const { driver } = app;
@@ -33,7 +34,7 @@ test('the app opens one Taskdeck window with the sidebar and the paths it was gi
     assert.equal(await configPath.getText(), app.configPath);
 
     // Nothing here should notify; this also proves the recorder is in place for tests that expect one.
-    assert.deepEqual(recordedNotifications(), []);
+    assert.deepEqual(recordedNotifications(mark), []);
   } finally {
     await app.stop();
   }

@@ -181,10 +181,12 @@ export async function eventually(probe, ms = 10000, every = 100) {
 }
 
 /**
- * Desktop notifications the app has sent so far, as recorded by support/notify-recorder.py, which
- * run.sh starts on the session bus before any app. Each is `{id, app_name, summary, body, hints, …}`.
+ * Desktop notifications sent since `mark` (see `notificationMark`), as recorded by
+ * support/notify-recorder.py, which run.sh starts on the session bus before any app. The log is
+ * shared by the whole suite, so a test reads from its own mark on. Each is `{id, app_name, summary,
+ * body, hints, …}`.
  */
-export function recordedNotifications() {
+export function recordedNotifications(mark = 0) {
   const file = process.env.TASKDECK_E2E_NOTIFICATIONS;
   if (!file) throw new Error('TASKDECK_E2E_NOTIFICATIONS is unset: run the suite through tests/e2e/run.sh');
   let text = '';
@@ -196,5 +198,11 @@ export function recordedNotifications() {
   return text
     .split('\n')
     .filter(Boolean)
+    .slice(mark)
     .map((line) => JSON.parse(line));
+}
+
+/** Where the notification log stands now: pass it to `recordedNotifications` to see only what follows. */
+export function notificationMark() {
+  return recordedNotifications().length;
 }
