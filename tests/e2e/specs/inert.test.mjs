@@ -3,14 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { By, until } from 'selenium-webdriver';
-import { notificationMark, recordedNotifications, startApp } from '../support/app.mjs';
+import { By } from 'selenium-webdriver';
+import { notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
-
-async function waitFor(driver, selector, ms = 20000) {
-  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
-}
 
 /**
  * The run shares one notification record (support/notify-recorder.py) across specs, and smoke.test.mjs
@@ -46,13 +42,7 @@ test('a result containing <img onerror> and <script> is shown as text and runs n
     await waitFor(driver, '[data-testid="sidebar"]');
     await muteNotifications(driver);
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
-    const form = await waitFor(driver, '[data-testid="run-form"]');
-    // sendKeys types every character, quotes and angle brackets included.
-    await form.findElement(css('input[name="topic"]')).sendKeys(PAYLOAD);
-    const seconds = await form.findElement(css('input[name="seconds"]'));
-    await seconds.clear();
-    await seconds.sendKeys('0');
-    await form.findElement(css('[data-testid="run-submit"]')).click();
+    await submitReport(driver, PAYLOAD, 0);
 
     const row = await waitFor(driver, '[data-testid="task-row"][data-status="completed"]', 30000);
     const id = await row.getAttribute('data-task-id');

@@ -8,15 +8,11 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { By, until } from 'selenium-webdriver';
-import { appBinary, eventually, notificationMark, recordedNotifications, startApp } from '../support/app.mjs';
+import { By } from 'selenium-webdriver';
+import { appBinary, eventually, notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(driver, selector, ms = 20000) {
-  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
-}
 
 /**
  * The run shares one notification record (support/notify-recorder.py) across specs, and smoke.test.mjs
@@ -105,12 +101,7 @@ test('after a hard kill mid-task, a new instance finishes the report and asks th
     await (await waitFor(driver, '[data-testid="nav-tools"]')).click();
     const report = await waitFor(driver, '[data-testid="tool-row"][data-tool="generate_report"]');
     await report.findElement(css('[data-testid="tool-run"]')).click();
-    const form = await waitFor(driver, '[data-testid="run-form"]');
-    await form.findElement(css('input[name="topic"]')).sendKeys('restart report');
-    const seconds = await form.findElement(css('input[name="seconds"]'));
-    await seconds.clear();
-    await seconds.sendKeys('6');
-    await form.findElement(css('[data-testid="run-submit"]')).click();
+    await submitReport(driver, 'restart report', 6);
 
     const working = await waitFor(driver, '[data-testid="task-row"][data-status="working"]', 30000);
     const reportId = await working.getAttribute('data-task-id');

@@ -8,15 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { By, until } from 'selenium-webdriver';
-import { eventually, invoke, startApp, visibleWindowsTitled } from '../support/app.mjs';
+import { eventually, invoke, startApp, submitReport, visibleWindowsTitled, waitFor } from '../support/app.mjs';
 
 const run = promisify(execFile);
-const css = (s) => By.css(s);
-
-async function waitFor(driver, selector, ms = 20000) {
-  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
-}
 
 /** Types into the dialog titled `title` and confirms; there is no window manager to give it focus. */
 async function answerSaveDialog(title, path) {
@@ -36,12 +30,7 @@ test('Export asks where to save the result and writes it there', async () => {
   try {
     const { driver } = app;
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
-    const form = await waitFor(driver, '[data-testid="run-form"]');
-    await form.findElement(css('input[name="topic"]')).sendKeys('exported');
-    const seconds = await form.findElement(css('input[name="seconds"]'));
-    await seconds.clear();
-    await seconds.sendKeys('0');
-    await form.findElement(css('[data-testid="run-submit"]')).click();
+    await submitReport(driver, 'exported', 0);
     const row = await waitFor(driver, '[data-testid="task-row"][data-status="completed"]', 30000);
     const id = await row.getAttribute('data-task-id');
 

@@ -3,14 +3,10 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { By, until } from 'selenium-webdriver';
-import { startApp } from '../support/app.mjs';
+import { By } from 'selenium-webdriver';
+import { startApp, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
-
-async function waitFor(driver, selector, ms = 20000) {
-  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
-}
 
 test('the empty state runs generate_report through the run form, and the row finishes with its report', async () => {
   const app = await startApp();

@@ -3,30 +3,17 @@
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { By, Key, until } from 'selenium-webdriver';
-import { eventually, startApp } from '../support/app.mjs';
+import { By, Key } from 'selenium-webdriver';
+import { eventually, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
-
-async function waitFor(driver, selector, ms = 20000) {
-  return driver.wait(until.elementLocated(css(selector)), ms, `no ${selector} within ${ms} ms`);
-}
-
-async function startReport(driver, topic, seconds) {
-  const form = await waitFor(driver, '[data-testid="run-form"]');
-  await form.findElement(css('input[name="topic"]')).sendKeys(topic);
-  const s = form.findElement(css('input[name="seconds"]'));
-  await s.clear();
-  await s.sendKeys(String(seconds));
-  await form.findElement(css('[data-testid="run-submit"]')).click();
-}
 
 test('a running task shows a determinate bar, can be cancelled, and run again as a new selected task', async () => {
   const app = await startApp();
   try {
     const { driver } = app;
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
-    await startReport(driver, 'slow report', 60);
+    await submitReport(driver, 'slow report', 60);
 
     const row = await waitFor(driver, '[data-testid="task-row"][data-status="working"]', 30000);
     const first = await row.getAttribute('data-task-id');

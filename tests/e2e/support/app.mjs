@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Builder } from 'selenium-webdriver';
+import { Builder, By, until } from 'selenium-webdriver';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '../../..');
@@ -205,4 +205,20 @@ export function recordedNotifications(mark = 0) {
 /** Where the notification log stands now: pass it to `recordedNotifications` to see only what follows. */
 export function notificationMark() {
   return recordedNotifications().length;
+}
+
+/** The element matching the CSS `selector`, once there is one. */
+export async function waitFor(driver, selector, ms = 20000) {
+  return driver.wait(until.elementLocated(By.css(selector)), ms, `no ${selector} within ${ms} ms`);
+}
+
+/** Fills the open run form of the demo's generate_report and submits it. */
+export async function submitReport(driver, topic, seconds) {
+  const form = await waitFor(driver, '[data-testid="run-form"]');
+  // sendKeys types every character, quotes and angle brackets included.
+  await form.findElement(By.css('input[name="topic"]')).sendKeys(topic);
+  const s = await form.findElement(By.css('input[name="seconds"]'));
+  await s.clear();
+  await s.sendKeys(String(seconds));
+  await form.findElement(By.css('[data-testid="run-submit"]')).click();
 }
