@@ -4,23 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { By } from 'selenium-webdriver';
-import { notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
+import { muteNotifications, notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
-
-/**
- * The run shares one notification record (support/notify-recorder.py) across specs, and smoke.test.mjs
- * expects it empty; this spec is not about notifications, so it pauses them for its app instance.
- */
-async function muteNotifications(driver) {
-  const outcome = await driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke('set_notifications_muted', { muted: true })
-       .then(() => window.__TAURI_INTERNALS__.invoke('app_info', {}))
-       .then((info) => done({ ok: true, muted: info.notifications_muted }), (e) => done({ ok: false, error: String(e) }));`,
-  );
-  assert.deepEqual(outcome, { ok: true, muted: true });
-}
 
 const PAYLOAD = `<img src=x onerror="document.title='pwned'"><script>document.title='pwned2'</script>`;
 

@@ -9,24 +9,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { By } from 'selenium-webdriver';
-import { appBinary, eventually, notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
+import { appBinary, eventually, muteNotifications, notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * The run shares one notification record (support/notify-recorder.py) across specs, and smoke.test.mjs
- * expects it empty; this spec is not about notifications, so it pauses them for its app instance.
- */
-async function muteNotifications(driver) {
-  const outcome = await driver.executeAsyncScript(
-    `const done = arguments[arguments.length - 1];
-     window.__TAURI_INTERNALS__.invoke('set_notifications_muted', { muted: true })
-       .then(() => window.__TAURI_INTERNALS__.invoke('app_info', {}))
-       .then((info) => done({ ok: true, muted: info.notifications_muted }), (e) => done({ ok: false, error: String(e) }));`,
-  );
-  assert.deepEqual(outcome, { ok: true, muted: true });
-}
 
 /** Live (not zombie) processes whose command line contains every one of `needles`. */
 function processesWith(...needles) {

@@ -222,3 +222,10 @@ export async function submitReport(driver, topic, seconds) {
   await s.sendKeys(String(seconds));
   await form.findElement(By.css('[data-testid="run-submit"]')).click();
 }
+
+/** Pauses the app's notifications, for specs that finish tasks but are not about notifying. */
+export async function muteNotifications(driver) {
+  await invoke(driver, 'set_notifications_muted', { muted: true });
+  const info = await invoke(driver, 'app_info');
+  if (info.notifications_muted !== true) throw new Error('notifications did not pause');
+}
