@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use taskdeck_protocol::legacy::tasks::Task;
-use taskdeck_protocol::types::{Implementation, TaskSupport, Tool, ToolExecution};
+use taskdeck_protocol::types::{Implementation, TaskSupport, ToolExecution};
 use taskdeck_protocol::{Era, ErrorObject, Message, Request, RequestId, Response, TaskStatus, codes, meta, methods};
 use tokio::sync::broadcast::error::RecvError;
 
@@ -60,16 +60,7 @@ fn initialize(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObj
 }
 
 fn tool_entry(spec: &ToolSpec) -> Value {
-    let tool = Tool {
-        name: spec.name.into(),
-        title: Some(spec.title.into()),
-        description: Some(spec.description.into()),
-        input_schema: (spec.input_schema)(),
-        output_schema: None,
-        execution: Some(ToolExecution { task_support: Some(spec.task_support), extra: Map::new() }),
-        extra: Map::new(),
-    };
-    serde_json::to_value(tool).unwrap_or(Value::Null)
+    spec.listed(Some(ToolExecution { task_support: Some(spec.task_support), extra: Map::new() }))
 }
 
 pub fn task_id(params: Option<&Value>) -> Result<&str, ErrorObject> {

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use taskdeck_protocol::modern::request_meta::RequestEnvelope;
 use taskdeck_protocol::modern::result_type;
 use taskdeck_protocol::modern::tasks::{DetailedTask, InputRequest, Task};
-use taskdeck_protocol::types::{TaskSupport, Tool};
+use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, ErrorObject, Request, RequestId, TaskStatus, codes, meta, methods};
 
 use crate::legacy::task_id;
@@ -71,16 +71,7 @@ pub async fn discover(server: &Server, id: RequestId) {
 
 fn tool_entry(spec: &ToolSpec) -> Value {
     // The extension has no per-tool task annotation: the server decides per call.
-    let tool = Tool {
-        name: spec.name.into(),
-        title: Some(spec.title.into()),
-        description: Some(spec.description.into()),
-        input_schema: (spec.input_schema)(),
-        output_schema: None,
-        execution: None,
-        extra: Map::new(),
-    };
-    serde_json::to_value(tool).unwrap_or(Value::Null)
+    spec.listed(None)
 }
 
 fn task_fields(row: &TaskRow) -> Task {

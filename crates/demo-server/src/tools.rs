@@ -2,7 +2,7 @@
 //! task exists (a bad call must never leave a task behind).
 
 use serde_json::{Map, Value, json};
-use taskdeck_protocol::types::TaskSupport;
+use taskdeck_protocol::types::{TaskSupport, Tool, ToolExecution};
 
 pub const GENERATE_REPORT: &str = "generate_report";
 pub const DIAGNOSE_INCIDENT: &str = "diagnose_incident";
@@ -31,6 +31,22 @@ pub struct ToolSpec {
     pub title: &'static str,
     pub description: &'static str,
     pub input_schema: fn() -> Value,
+}
+
+impl ToolSpec {
+    /// The tool as `tools/list` shows it; `execution` is the era's task annotation, if it has one.
+    pub fn listed(&self, execution: Option<ToolExecution>) -> Value {
+        let tool = Tool {
+            name: self.name.into(),
+            title: Some(self.title.into()),
+            description: Some(self.description.into()),
+            input_schema: (self.input_schema)(),
+            output_schema: None,
+            execution,
+            extra: Map::new(),
+        };
+        serde_json::to_value(tool).unwrap_or(Value::Null)
+    }
 }
 
 pub const TOOLS: [ToolSpec; 5] = [
