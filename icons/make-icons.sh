@@ -22,4 +22,3 @@ $im -size 1024x1024 xc:none \
 for size in 32 128 256; do
   $im icon.png -filter Lanczos -resize ${size}x${size} PNG32:${size}x${size}.png
 done
-mv 256x256.png 128x128@2x.png
