@@ -19,13 +19,20 @@ class EngineStore {
   loaded = $state(false);
   error: string | null = $state(null);
 
-  #started = false;
+  #start: Promise<void> | null = null;
   #loadedLogs = new Set<string>();
 
-  /** Subscribes before the first load, so no batch falls between the two and is lost. */
-  async start(): Promise<void> {
-    if (this.#started || !inApp) return;
-    this.#started = true;
+  /**
+   * Loads once: every call returns that one load, so main.ts can start it before the UI mounts and
+   * App still learns when it is done. Subscribes before loading, so no batch falls between the two.
+   */
+  start(): Promise<void> {
+    if (!inApp) return Promise.resolve();
+    this.#start ??= this.#load();
+    return this.#start;
+  }
+
+  async #load(): Promise<void> {
     const early: EngineBatch[] = [];
     let ready = false;
     await onEngineBatch((b) => (ready ? this.apply(b) : early.push(b)));
