@@ -30,6 +30,7 @@ const FORCE_ERA_ENV: &str = "TASKDECK_FORCE_ERA";
 const LOG_ENV: &str = "TASKDECK_LOG";
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -284,5 +285,15 @@ fn shell_word(s: &str) -> String {
         s.to_owned()
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Rust ignores SIGPIPE, so output piped into `head` that stops reading made `println!` panic. A
+/// command-line tool should end quietly then, as the shell expects of any other.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: first thing in `main`, before any other thread exists; SIG_DFL is always valid.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -589,3 +589,17 @@ fn a_server_that_cannot_start_is_a_runtime_error_naming_it() {
     assert!(out.stderr.contains("broken") && out.stderr.contains("not available"), "{out:?}");
     assert!(env.tasks().is_empty());
 }
+
+/// `taskdeck-cli tasks | head` must not panic when `head` stops reading.
+#[test]
+fn a_closed_output_pipe_ends_the_command_quietly() {
+    let env = Env::demo();
+    assert_eq!(env.run(&["run", "demo", "count", "--args", r#"{"n":1,"delay_ms":0}"#]).code, 0);
+    // The reading end is gone before the command starts, so its first write fails.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = env.cmd(&["tasks"]).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_ne!(out.status.code(), Some(101), "{stderr}");
+}
