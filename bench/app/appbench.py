@@ -292,6 +292,13 @@ class Bench:
 
     # -- start-up and idle memory ---------------------------------------------------------------
 
+    def discard(self, home, data):
+        """Removes a run's home and data directories, unless --keep asks to look at them."""
+        if not self.a.keep:
+            shutil.rmtree(home, ignore_errors=True)
+            if data:
+                shutil.rmtree(data, ignore_errors=True)
+
     def startup(self, case):
         """Exec to the first paint mark; then PSS, once the app has idled (see `wait_quiet`)."""
         home, env = self.home()
@@ -327,10 +334,7 @@ class Bench:
             p.stdout.close()
             p.wait()
             reap()
-        if not self.a.keep:
-            shutil.rmtree(home, ignore_errors=True)
-            if data:
-                shutil.rmtree(data, ignore_errors=True)
+        self.discard(home, data)
         ui = sum(v["pss"] for k, v in mem.items() if k != "demo_server")
         return {
             "case": case,
@@ -404,10 +408,7 @@ class Bench:
             kill_all(tree + [drv.pid])
             drv.wait()
             reap()
-            if not self.a.keep:
-                shutil.rmtree(home, ignore_errors=True)
-                if data:
-                    shutil.rmtree(data, ignore_errors=True)
+            self.discard(home, data)
 
 
 # Runs in the page. Starts `count` tasks through the UI's own command, as its Run button does.
