@@ -5,19 +5,28 @@
  */
 import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from '../lib/ipc';
 import type { EngineBatch, LogLine, ServerStatus, TaskRecord } from '../lib/types';
-import { appendBounded, applyByName, applyTasks } from './taskList';
+import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './taskList';
 
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
 const LOG_LINES = 2000;
 
 class EngineStore {
-  tasks: TaskRecord[] = $state.raw([]);
+  #table: TaskTable = $state.raw(EMPTY_TABLE);
   servers: ServerStatus[] = $state.raw([]);
   logs: Record<string, LogLine[]> = $state.raw({});
   /** Bumped per server when its tool list changed, so the Tools view knows to ask again. */
   toolsVersion: Record<string, number> = $state.raw({});
   loaded = $state(false);
   error: string | null = $state(null);
+
+  /** Every task, newest first. */
+  get tasks(): readonly TaskRecord[] {
+    return this.#table.list;
+  }
+  /** How many tasks have a question waiting for the user. */
+  get waiting(): number {
+    return this.#table.waiting;
+  }
 
   #start: Promise<void> | null = null;
   #loadedLogs = new Set<string>();
@@ -38,7 +47,7 @@ class EngineStore {
     await onEngineBatch((b) => (ready ? this.apply(b) : early.push(b)));
     try {
       const [tasks, servers] = await Promise.all([listTasks(), listServers()]);
-      this.tasks = applyTasks([], tasks);
+      this.#table = applyTasks(EMPTY_TABLE, tasks);
       this.servers = servers;
       for (const b of early) this.apply(b);
       ready = true;
@@ -50,7 +59,7 @@ class EngineStore {
   }
 
   apply(b: EngineBatch): void {
-    if (b.tasks.length) this.tasks = applyTasks(this.tasks, b.tasks);
+    if (b.tasks.length) this.#table = applyTasks(this.#table, b.tasks);
     if (b.servers.length) this.servers = applyByName(this.servers, b.servers);
     if (b.logs.length) {
       const next = { ...this.logs };
@@ -66,7 +75,7 @@ class EngineStore {
 
   /** Replaces one task with a record a command returned (the batch will say the same, later). */
   put(t: TaskRecord): void {
-    this.tasks = applyTasks(this.tasks, [t]);
+    this.#table = applyTasks(this.#table, [t]);
   }
 
   setServers(list: ServerStatus[]): void {
@@ -86,7 +95,9 @@ class EngineStore {
   }
 
   byId(id: string | null): TaskRecord | undefined {
-    return id === null ? undefined : this.tasks.find((t) => t.id === id);
+    if (id === null) return undefined;
+    const i = this.#table.index.get(id);
+    return i === undefined ? undefined : this.#table.list[i];
   }
 }
 

@@ -7,31 +7,57 @@ export function newerFirst(a: TaskRecord, b: TaskRecord): number {
 }
 
 /**
- * Applies a batch of whole records to a newest-first list: a known id is replaced where it stands
- * (unless the record in hand is newer), an unknown one is inserted in order. Returns the same array when nothing changed, so views that
- * compare by identity do not re-render. One pass over the list, whatever the batch size: with
- * 10,000 tasks and a batch every frame, per-update searches would add up.
+ * The task list as the UI keeps it: newest first, with each task's position and the number of
+ * questions waiting for an answer kept alongside, so a batch costs the size of the batch rather
+ * than the size of the store. With 10,000 tasks and a batch every few frames, anything that walks
+ * the whole list per batch shows up as dropped frames.
  */
-export function applyTasks(list: readonly TaskRecord[], updates: readonly TaskRecord[]): TaskRecord[] {
-  if (updates.length === 0) return list as TaskRecord[];
-  const pending = new Map<string, TaskRecord>();
-  for (const u of updates) pending.set(u.id, u); // the last record for an id wins
-  let next = list.map((t) => {
-    const u = pending.get(t.id);
-    if (!u) return t;
-    pending.delete(t.id);
-    // A command's reply can arrive after the batch that already carried a later state of the
-    // same task (answer, then completed); the older record must not win.
-    return u.updated_at < t.updated_at ? t : u;
-  });
-  if (pending.size > 0) {
-    const fresh = [...pending.values()].sort(newerFirst);
-    next = mergeSorted(next, fresh);
-  }
-  return next;
+export type TaskTable = {
+  readonly list: readonly TaskRecord[];
+  readonly index: ReadonlyMap<string, number>;
+  /** Tasks whose question has arrived (`needsAnswer`). */
+  readonly waiting: number;
+};
+
+export const EMPTY_TABLE: TaskTable = { list: [], index: new Map(), waiting: 0 };
+
+function indexOf(list: readonly TaskRecord[]): Map<string, number> {
+  const index = new Map<string, number>();
+  list.forEach((t, i) => index.set(t.id, i));
+  return index;
 }
 
-function mergeSorted(a: TaskRecord[], b: TaskRecord[]): TaskRecord[] {
+/**
+ * Applies a batch of whole records: a known id is replaced where it stands (unless the record in
+ * hand is newer: a command's reply can arrive after the batch that already carried a later state
+ * of the same task), an unknown one is inserted in order. Returns the same table when nothing
+ * changed, so views that compare by identity do not re-render.
+ */
+export function applyTasks(table: TaskTable, updates: readonly TaskRecord[]): TaskTable {
+  let list: TaskRecord[] | null = null;
+  let waiting = table.waiting;
+  const fresh = new Map<string, TaskRecord>();
+  for (const u of updates) {
+    const i = table.index.get(u.id);
+    if (i === undefined) {
+      fresh.set(u.id, u); // the last record for an id wins
+      continue;
+    }
+    const current = (list ?? table.list)[i]!;
+    if (u === current || u.updated_at < current.updated_at) continue;
+    list ??= table.list.slice();
+    list[i] = u;
+    waiting += Number(needsAnswer(u)) - Number(needsAnswer(current));
+  }
+  if (fresh.size === 0) return list ? { list, index: table.index, waiting } : table;
+  const added = [...fresh.values()].sort(newerFirst);
+  for (const t of added) waiting += Number(needsAnswer(t));
+  // New tasks are rare next to updates (one per run), so rebuilding the index is fine here.
+  const merged = mergeSorted(list ?? table.list, added);
+  return { list: merged, index: indexOf(merged), waiting };
+}
+
+function mergeSorted(a: readonly TaskRecord[], b: readonly TaskRecord[]): TaskRecord[] {
   const out: TaskRecord[] = new Array(a.length + b.length);
   let i = 0;
   let j = 0;
