@@ -14,6 +14,11 @@ pub struct Cli {
     /// Directory for the task store and logs. Default: $XDG_DATA_HOME/taskdeck
     #[arg(long, value_name = "DIR", env = "TASKDECK_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+
+    /// How the window is drawn: `auto` uses the GPU when the machine has one and draws in
+    /// software (no compositing) when it does not; `gpu` and `software` force either.
+    #[arg(long, value_enum, value_name = "MODE", env = "TASKDECK_RENDERING", default_value = "auto")]
+    pub rendering: crate::rendering::Rendering,
 }
 
 impl Cli {

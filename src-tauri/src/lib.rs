@@ -5,6 +5,7 @@ mod cli;
 pub mod commands;
 pub mod notify;
 mod os;
+pub mod rendering;
 pub mod tray;
 pub mod window;
 

@@ -6,6 +6,9 @@ use clap::Parser;
 fn main() {
     // Parsed before Tauri starts so that `--help`, `--version` and bad flags never open a window.
     let cli = taskdeck_app::Cli::parse();
+    // SAFETY: nothing has started a thread yet (clap does not), and WebKit must find these
+    // settings in the environment it inherits.
+    unsafe { taskdeck_app::rendering::apply(cli.rendering) };
     let paths = match cli.resolve() {
         Ok(paths) => paths,
         Err(err) => {
