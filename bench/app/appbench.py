@@ -286,9 +286,13 @@ class Bench:
         return d
 
     def command(self, case, data=None, config=None):
-        if case == "minimal":
+        if case.startswith("minimal"):
             return [self.minimal], "bench-minimal-a"
-        return [self.taskdeck, "--data-dir", data, "--config", config], "taskdeck"
+        argv = [self.taskdeck, "--data-dir", data, "--config", config]
+        # WebKit's own defaults, whatever the machine, instead of Taskdeck's choice (--rendering auto).
+        if case.endswith("_gpu"):
+            argv += ["--rendering", "gpu"]
+        return argv, "taskdeck"
 
     # -- start-up and idle memory ---------------------------------------------------------------
 
@@ -302,7 +306,9 @@ class Bench:
     def startup(self, case):
         """Exec to the first paint mark; then PSS, once the app has idled (see `wait_quiet`)."""
         home, env = self.home()
-        data = self.data_dir(case == "taskdeck_10k") if case != "minimal" else None
+        if case == "minimal_software":
+            env.update(SOFTWARE_ENV)
+        data = self.data_dir(case == "taskdeck_10k") if not case.startswith("minimal") else None
         config = os.path.join(home, "no-config.json")  # absent: the embedded demo default
         argv, comm = self.command(case, data, config)
         env["TASKDECK_READY_MARK"] = "1"
@@ -350,8 +356,6 @@ class Bench:
 
     def frames(self, case):
         home, env = self.home()
-        if case.endswith("_no_compositing"):
-            env["WEBKIT_DISABLE_COMPOSITING_MODE"] = "1"
         data = self.data_dir(True) if case.startswith("taskdeck") else None
         config = os.path.join(home, "servers.json")
         if data:
@@ -361,7 +365,7 @@ class Bench:
             with open(config, "w") as f:
                 json.dump({"mcpServers": {"demo": {"command": self.demo, "args": [
                     "--state", os.path.join(data, "demo-server"), "--poll-interval-ms", str(self.a.poll_ms)]}}}, f)
-        argv, _ = self.command("minimal" if case == "minimal_idle" else "taskdeck", data, config)
+        argv, _ = self.command(case, data, config)
         port, native = free_port(), free_port()
         driver_log = open(os.path.join(home, "tauri-driver.log"), "wb")
         drv = subprocess.Popen(
@@ -481,9 +485,16 @@ return {
 # Xvfb's refresh, which WebKit paces animation frames to.
 PERIOD_MS = 1000 / 60
 
-# The last is a diagnosis, not a target: the same page with WebKit compositing in software turned
-# off, which shows how much of the frame time is the software compositor's.
-FRAME_CASES = ("minimal_idle", "taskdeck_10k_live", "taskdeck_10k_live_no_compositing")
+# The last is a diagnosis, not a target: the same page drawn the way WebKit does by default, which
+# on a machine without a GPU is OpenGL run on the CPU (see src-tauri/src/rendering.rs).
+FRAME_CASES = ("minimal_idle", "taskdeck_10k_live", "taskdeck_10k_live_gpu")
+
+# What Taskdeck's `--rendering auto` sets when the machine has no GPU; the minimal app gets them in
+# a diagnosis case, to show what they do for a page with nothing on it.
+SOFTWARE_ENV = {"WEBKIT_DISABLE_COMPOSITING_MODE": "1", "WEBKIT_SKIA_ENABLE_CPU_RENDERING": "1"}
+
+# The first three carry the targets; the last two are diagnoses (see `markdown`).
+STARTUP_CASES = ("minimal", "taskdeck_empty", "taskdeck_10k", "minimal_software", "taskdeck_empty_gpu")
 
 
 def summarize_frames(got):
@@ -604,6 +615,9 @@ def machine():
         "worktree_dirty": bool(dirty),
         # Directories, not files: enough to tell whose changes a figure includes.
         "dirty_paths": sorted({"/".join(line[3:].split("/")[:2]) for line in dirty}),
+        # What Taskdeck's `--rendering auto` goes by (src-tauri/src/rendering.rs).
+        "gpu_render_nodes": sorted(n for n in (os.listdir("/dev/dri") if os.path.isdir("/dev/dri") else [])
+                                   if n.startswith("renderD")),
     }
 
 
@@ -641,14 +655,14 @@ def main():
         seed = b.seed()
         log(f"seeded {seed['tasks']} tasks in {seed['seconds']} s: {seed['by_status']}")
 
-        cases = ["minimal", "taskdeck_empty", "taskdeck_10k"]
+        cases = list(STARTUP_CASES)
         log("warm-up: one unrecorded launch of each, so every measured one finds the files cached")
         for c in cases:
             b.startup(c)
         startup = []
         for i in range(a.rounds):
             # Rotated, so no app always runs right after the same other one.
-            for c in cases[i % 3 :] + cases[: i % 3]:
+            for c in cases[i % len(cases) :] + cases[: i % len(cases)]:
                 r = b.startup(c)
                 r["round"] = i + 1
                 startup.append(r)
@@ -687,8 +701,10 @@ def summarize(a, seed, startup, frame_runs):
 
     base_ready, base_pss = median(by("minimal", "ready_ms")), median(by("minimal", "pss_mib"))
     cases = {}
-    for c in ("minimal", "taskdeck_empty", "taskdeck_10k"):
+    for c in STARTUP_CASES:
         runs = [r for r in startup if r["case"] == c]
+        if not runs:
+            continue
         ready, pss = median(by(c, "ready_ms")), median(by(c, "pss_mib"))
         roles = sorted({k for r in runs for k in r["processes"]})
         cases[c] = {
@@ -769,7 +785,9 @@ def markdown(res):
     out.append(
         f"> Run of {run['started_at']} on commit `{m['commit']}`{dirty}{env}: {m['nproc']} cores, {m['cpu']}, load "
         f"average {' '.join(run['loadavg_at_start'])} at the start and {' '.join(run['loadavg_at_end'])} at the end; "
-        f"WebKitGTK {m['webkitgtk']}, tauri {m['tauri']}, Xvfb 1280x800x24, Mesa llvmpipe (software GL).\n")
+        f"WebKitGTK {m['webkitgtk']}, tauri {m['tauri']}, Xvfb 1280x800x24, "
+        + (f"GPU render nodes {', '.join(m['gpu_render_nodes'])}" if m.get("gpu_render_nodes")
+           else "no GPU (Mesa llvmpipe; Taskdeck's `--rendering auto` draws in software)") + ".\n")
     seed = res["seed"]
     statuses = ", ".join(f"{v:,} {k}" for k, v in sorted(seed["by_status"].items()))
     tools = ", ".join(f"{v:,} {k}" for k, v in sorted(seed["by_tool"].items(), key=lambda kv: -kv[1]))
@@ -788,8 +806,12 @@ def markdown(res):
          f"start {verdict(met['start_empty'])}, memory {verdict(met['memory_empty'])}"),
         ("taskdeck_10k", "Taskdeck, 10,000 tasks", f"memory ≤ {t['memory_10k_ratio_max']}x",
          f"memory {verdict(met['memory_10k'])}"),
+        ("minimal_software", "minimal app, " + ", ".join(f"`{k}={v}`" for k, v in SOFTWARE_ENV.items()), "(diagnosis)", ""),
+        ("taskdeck_empty_gpu", "Taskdeck, empty data dir, `--rendering gpu`", "(diagnosis)", ""),
     ]
     for c, name, goal, outcome in rows:
+        if c not in s:
+            continue
         x = s[c]
         pp = x["per_process_pss_mib_median"]
         split = " / ".join(str(pp.get(k, "–")) for k in ("app", "web", "network"))
@@ -814,7 +836,7 @@ def markdown(res):
         labels = {
             "minimal_idle": ("minimal app, idle page", "–", ""),
             "taskdeck_10k_live": (live, f"p95 ≤ {t['frame_p95_ms_max']:g} ms", verdict(met["frame_p95"])),
-            "taskdeck_10k_live_no_compositing": (live + ", `WEBKIT_DISABLE_COMPOSITING_MODE=1`", "(diagnosis)", ""),
+            "taskdeck_10k_live_gpu": (live + ", `--rendering gpu`", "(diagnosis)", ""),
         }
         for c, (label, goal, outcome) in labels.items():
             if c not in f:
