@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineBatch, LogLine, ServerStatus } from '../lib/types';
-import { engine } from './store.svelte';
+import { engine, EngineStore } from './store.svelte';
 import { task } from './testing';
 
 const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({
@@ -46,5 +46,37 @@ describe('the engine store patching itself from batches', () => {
   it('keeps the batch’s newer record when a command reply arrives late', () => {
     engine.put(task({ id: 'a', created_at: '2025-01-01T00:00:01.000Z', updated_at: '2025-01-01T00:00:03.000Z', status: 'working' }));
     expect(engine.byId('a')?.status).toBe('completed');
+  });
+});
+
+describe('the task list reaching the views once per frame', () => {
+  const at = (s: number) => `2025-01-01T00:00:0${s}.000Z`;
+  const frames: (() => void)[] = [];
+  const store = new EngineStore((commit) => frames.push(commit));
+
+  it('gathers the batches of one frame and shows them together, in order', () => {
+    store.apply(batch({ tasks: [task({ id: 'a', created_at: at(1) })], servers: [server('demo', 'ready')] }));
+    store.apply(batch({ tasks: [task({ id: 'a', created_at: at(1), updated_at: at(2), status: 'completed' }), task({ id: 'b', created_at: at(2) })] }));
+    expect(store.tasks).toEqual([]); // not before the frame
+    expect(store.servers.map((s) => s.phase)).toEqual(['ready']); // servers are not held back
+    expect(frames).toHaveLength(1); // one frame asked for, however many batches
+    frames.shift()!();
+    expect(store.tasks.map((t) => [t.id, t.status])).toEqual([
+      ['b', 'working'],
+      ['a', 'completed'],
+    ]);
+    expect(store.byId('a')?.status).toBe('completed');
+  });
+
+  it('shows a command’s record at once, with the batches waiting before it', () => {
+    store.apply(batch({ tasks: [task({ id: 'c', created_at: at(3) })] }));
+    store.put(task({ id: 'b', created_at: at(2), updated_at: at(5), status: 'cancelled' }));
+    expect(store.tasks.map((t) => [t.id, t.status])).toEqual([
+      ['c', 'working'],
+      ['b', 'cancelled'],
+      ['a', 'completed'],
+    ]);
+    frames.shift()!(); // the frame the batch asked for changes nothing more
+    expect(store.tasks).toHaveLength(3);
   });
 });

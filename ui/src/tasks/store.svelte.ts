@@ -10,8 +10,34 @@ import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } f
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
 const LOG_LINES = 2000;
 
-class EngineStore {
+/** Calls `commit` once, at a moment of the scheduler's choosing. */
+export type Schedule = (commit: () => void) => void;
+
+/**
+ * With the next animation frame, so a batch's DOM changes are made inside a frame rather than
+ * between two, where WebKit would draw an extra frame for them and push the next one late. A
+ * window that is hidden (in the tray) gets no frames, so a timer stands in. Without a DOM (unit
+ * tests) it commits at once.
+ */
+export const nextFrame: Schedule = (commit) => {
+  if (typeof requestAnimationFrame !== 'function') return commit();
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    cancelAnimationFrame(frame);
+    clearTimeout(timer);
+    commit();
+  };
+  const frame = requestAnimationFrame(once);
+  const timer = setTimeout(once, 250);
+};
+
+export class EngineStore {
   #table: TaskTable = $state.raw(EMPTY_TABLE);
+  /** Task updates received but not yet shown: at most one frame's worth. Not reactive. */
+  #pending: TaskTable | null = null;
+  #schedule: Schedule;
   servers: ServerStatus[] = $state.raw([]);
   logs: Record<string, LogLine[]> = $state.raw({});
   /** Bumped per server when its tool list changed, so the Tools view knows to ask again. */
@@ -30,6 +56,10 @@ class EngineStore {
 
   #start: Promise<void> | null = null;
   #loadedLogs = new Set<string>();
+
+  constructor(schedule: Schedule = nextFrame) {
+    this.#schedule = schedule;
+  }
 
   /**
    * Loads once: every call returns that one load, so main.ts can start it before the UI mounts and
@@ -59,7 +89,7 @@ class EngineStore {
   }
 
   apply(b: EngineBatch): void {
-    if (b.tasks.length) this.#table = applyTasks(this.#table, b.tasks);
+    if (b.tasks.length) this.#stage(b.tasks);
     if (b.servers.length) this.servers = applyByName(this.servers, b.servers);
     if (b.logs.length) {
       const next = { ...this.logs };
@@ -73,9 +103,26 @@ class EngineStore {
     }
   }
 
-  /** Replaces one task with a record a command returned (the batch will say the same, later). */
+  /**
+   * Replaces one task with a record a command returned (the batch will say the same, later).
+   * Shown at once, with whatever batches were waiting for the frame: the user just acted.
+   */
   put(t: TaskRecord): void {
-    this.#table = applyTasks(this.#table, [t]);
+    this.#pending = applyTasks(this.#pending ?? this.#table, [t]);
+    this.#commit();
+  }
+
+  /** Task updates join the table at once (so memory stays one table) but reach the views per frame. */
+  #stage(tasks: readonly TaskRecord[]): void {
+    const scheduled = this.#pending !== null;
+    this.#pending = applyTasks(this.#pending ?? this.#table, tasks);
+    if (!scheduled) this.#schedule(() => this.#commit());
+  }
+
+  #commit(): void {
+    if (this.#pending === null) return;
+    this.#table = this.#pending;
+    this.#pending = null;
   }
 
   setServers(list: ServerStatus[]): void {
