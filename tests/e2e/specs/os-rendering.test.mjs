@@ -4,33 +4,20 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import { eventually, startApp, waitFor } from '../support/app.mjs';
+import { appBinary, eventually, processesWith, startApp, waitFor } from '../support/app.mjs';
 
 const SOFTWARE = ['WEBKIT_DISABLE_COMPOSITING_MODE=1', 'WEBKIT_SKIA_ENABLE_CPU_RENDERING=1'];
 
-function processes() {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-        return { pid: Number(pid), ppid, cmdline };
-      } catch {
-        return null; // gone while we looked
-      }
-    })
-    .filter(Boolean);
-}
-
 /** The environment of the WebKit web process serving the app that uses `dataDir`. */
 function webProcessEnv(dataDir) {
-  const all = processes();
-  const app = all.find((p) => p.cmdline.includes(dataDir) && p.cmdline[0].endsWith('taskdeck'));
-  const web = app && all.find((p) => p.ppid === app.pid && p.cmdline[0].includes('WebKitWebProcess'));
+  const [app] = processesWith(appBinary, dataDir);
+  const web = app && processesWith('WebKitWebProcess').find((p) => p.ppid === app.pid);
   if (!web) return null;
-  return readFileSync(`/proc/${web.pid}/environ`, 'utf8').split('\0');
+  try {
+    return readFileSync(`/proc/${web.pid}/environ`, 'utf8').split('\0');
+  } catch {
+    return null; // gone meanwhile
+  }
 }
 
 async function launchWith(mode) {

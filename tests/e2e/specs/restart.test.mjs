@@ -4,36 +4,15 @@
 // and can be answered through the form.
 
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { By } from 'selenium-webdriver';
-import { appBinary, eventually, muteNotifications, notificationMark, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
+import { appBinary, eventually, muteNotifications, notificationMark, processesWith, recordedNotifications, startApp, submitReport, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Live (not zombie) processes whose command line contains every one of `needles`. */
-function processesWith(...needles) {
-  const found = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
-      if (!argv.length || !needles.every((n) => argv.some((a) => a.includes(n)))) continue;
-      // PID 1 here does not reap orphans: a zombie still has a /proc entry (with an empty cmdline,
-      // but check the state too).
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-      if (state === 'Z' || state === 'X') continue;
-      found.push({ pid: Number(entry), argv });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
 
 function killAll(procs) {
   for (const { pid } of procs) {

@@ -6,7 +6,7 @@
 // holding our stdout, and node:test would never exit.
 
 import { spawn, execFile } from 'node:child_process';
-import { mkdtempSync, openSync, closeSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, openSync, closeSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -142,6 +142,28 @@ export async function startApp({ extraArgs = [], dataDir: givenDataDir, configPa
   }
 
   return { driver: session, dataDir, configPath, args, stop };
+}
+
+/** Live (not zombie) processes whose command line contains every one of `needles`: `{pid, ppid, argv}`. */
+export function processesWith(...needles) {
+  const found = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (!argv.length || !needles.every((n) => argv.some((a) => a.includes(n)))) continue;
+      // PID 1 here does not reap orphans: a zombie still has a /proc entry (with an empty cmdline,
+      // but check the state too).
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      if (state === 'Z' || state === 'X') continue;
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      found.push({ pid: Number(entry), ppid, argv });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
 }
 
 /** Ids of visible X11 windows whose title is exactly `title` (needs xdotool and $DISPLAY). */
