@@ -12,6 +12,8 @@ use tauri::{AppHandle, Emitter};
 use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
+use crate::commands::TaskSummary;
+
 /// The event the webview patches its stores from.
 pub const BATCH_EVENT: &str = "engine-batch";
 /// One frame at 60 Hz: the UI cannot show changes faster than it paints them.
@@ -22,7 +24,7 @@ const MAX_LOG_LINES_PER_BATCH: usize = 500;
 /// Everything that changed since the last batch: the latest whole record per task and server.
 #[derive(Debug, Clone, Default, Serialize, TS)]
 pub struct EngineBatch {
-    pub tasks: Vec<TaskRecord>,
+    pub tasks: Vec<TaskSummary>,
     pub servers: Vec<ServerStatus>,
     pub logs: Vec<ServerLogLine>,
     pub tools_changed: Vec<String>,
@@ -36,7 +38,7 @@ pub struct ServerLogLine {
 
 #[derive(Default)]
 struct Pending {
-    tasks: HashMap<String, TaskRecord>,
+    tasks: HashMap<String, TaskSummary>,
     task_order: Vec<String>,
     servers: HashMap<String, ServerStatus>,
     logs: Vec<ServerLogLine>,
@@ -53,7 +55,7 @@ impl Pending {
                     if held.is_none() {
                         self.task_order.push(task.id.clone());
                     }
-                    self.tasks.insert(task.id.clone(), *task);
+                    self.tasks.insert(task.id.clone(), TaskSummary::from(&*task));
                 }
             },
             EngineEvent::Server { server } => {

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
-use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail};
+use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
 use taskdeck_engine::{
     EngineEvent, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
@@ -32,6 +32,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<ServerLogLine>(&cfg),
         render::<EngineEvent>(&cfg),
         render::<TaskRecord>(&cfg),
+        render::<TaskSummary>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

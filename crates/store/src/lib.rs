@@ -21,6 +21,7 @@ pub use task::{
     Answer, EventKind, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent, TaskRecord,
 };
 pub use taskdeck_protocol::{Era, TaskStatus};
+pub use time::rfc3339_millis;
 
 /// The schema version this binary migrates to; a file above it was written by a newer Taskdeck.
 pub const SCHEMA_VERSION: i64 = migrations::LATEST;

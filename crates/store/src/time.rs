@@ -15,7 +15,8 @@ pub(crate) fn parse(s: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
     DateTime::parse_from_rfc3339(s).map(|t| t.with_timezone(&Utc))
 }
 
-pub(crate) mod rfc3339_millis {
+/// `#[serde(with = "taskdeck_store::rfc3339_millis")]`, for types outside the store that carry its timestamps.
+pub mod rfc3339_millis {
     use chrono::{DateTime, Utc};
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 

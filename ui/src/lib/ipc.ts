@@ -10,7 +10,7 @@ import type {
   LogLine,
   ServerStatus,
   TaskDetail,
-  TaskRecord,
+  TaskSummary,
   ToolInfo,
 } from './types';
 
@@ -41,12 +41,12 @@ export const reloadConfig = () => invoke<ServerStatus[]>('reload_config');
 export const editConfig = () => invoke<void>('edit_config');
 export const listTools = (server: string) => invoke<ToolInfo[]>('list_tools', { server });
 export const runTool = (server: string, tool: string, args: JsonValue) =>
-  invoke<TaskRecord>('run_tool', { server, tool, arguments: args });
-export const listTasks = () => invoke<TaskRecord[]>('list_tasks');
+  invoke<TaskSummary>('run_tool', { server, tool, arguments: args });
+export const listTasks = () => invoke<TaskSummary[]>('list_tasks');
 export const taskDetail = (id: string) => invoke<TaskDetail>('task_detail', { id });
-export const answerTask = (id: string, answer: ElicitAnswer) => invoke<TaskRecord>('answer_task', { id, answer });
-export const cancelTask = (id: string) => invoke<TaskRecord>('cancel_task', { id });
-export const rerunTask = (id: string) => invoke<TaskRecord>('rerun_task', { id });
+export const answerTask = (id: string, answer: ElicitAnswer) => invoke<TaskSummary>('answer_task', { id, answer });
+export const cancelTask = (id: string) => invoke<TaskSummary>('cancel_task', { id });
+export const rerunTask = (id: string) => invoke<TaskSummary>('rerun_task', { id });
 /** Asks where to save the task's result and writes it there; `null` when the user cancelled. */
 export const exportResult = (id: string) => invoke<string | null>('export_result', { id });
 export const openUrl = (url: string) => invoke<void>('open_url', { url });

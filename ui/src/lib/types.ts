@@ -13,6 +13,7 @@ export type { Question } from './bindings/Question';
 export type { Answer } from './bindings/Answer';
 export type { TaskError } from './bindings/TaskError';
 export type { TaskRecord } from './bindings/TaskRecord';
+export type { TaskSummary } from './bindings/TaskSummary';
 export type { EventKind } from './bindings/EventKind';
 export type { TaskEvent } from './bindings/TaskEvent';
 export type { ServerPhase } from './bindings/ServerPhase';

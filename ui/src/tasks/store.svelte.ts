@@ -4,7 +4,7 @@
  * on screen is always the engine's latest word.
  */
 import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from '../lib/ipc';
-import type { EngineBatch, LogLine, ServerStatus, TaskRecord } from '../lib/types';
+import type { EngineBatch, LogLine, ServerStatus, TaskSummary } from '../lib/types';
 import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './taskList';
 
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
@@ -46,7 +46,7 @@ export class EngineStore {
   error: string | null = $state(null);
 
   /** Every task, newest first. */
-  get tasks(): readonly TaskRecord[] {
+  get tasks(): readonly TaskSummary[] {
     return this.#table.list;
   }
   /** How many tasks have a question waiting for the user. */
@@ -107,13 +107,13 @@ export class EngineStore {
    * Replaces one task with a record a command returned (the batch will say the same, later).
    * Shown at once, with whatever batches were waiting for the frame: the user just acted.
    */
-  put(t: TaskRecord): void {
+  put(t: TaskSummary): void {
     this.#pending = applyTasks(this.#pending ?? this.#table, [t]);
     this.#commit();
   }
 
   /** Task updates join the table at once (so memory stays one table) but reach the views per frame. */
-  #stage(tasks: readonly TaskRecord[]): void {
+  #stage(tasks: readonly TaskSummary[]): void {
     const scheduled = this.#pending !== null;
     this.#pending = applyTasks(this.#pending ?? this.#table, tasks);
     if (!scheduled) this.#schedule(() => this.#commit());
@@ -141,7 +141,7 @@ export class EngineStore {
     this.logs = { ...this.logs, [name]: appendBounded(lines, newer, LOG_LINES) };
   }
 
-  byId(id: string | null): TaskRecord | undefined {
+  byId(id: string | null): TaskSummary | undefined {
     if (id === null) return undefined;
     const i = this.#table.index.get(id);
     return i === undefined ? undefined : this.#table.list[i];

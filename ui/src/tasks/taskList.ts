@@ -1,7 +1,7 @@
-import { isTerminal, type TaskRecord, type TaskStatus } from '../lib/types';
+import { isTerminal, type TaskSummary, type TaskStatus } from '../lib/types';
 
 /** Newest first; equal times (same millisecond) fall back to the id so the order never flickers. */
-export function newerFirst(a: TaskRecord, b: TaskRecord): number {
+export function newerFirst(a: TaskSummary, b: TaskSummary): number {
   if (a.created_at !== b.created_at) return a.created_at < b.created_at ? 1 : -1;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
@@ -13,7 +13,7 @@ export function newerFirst(a: TaskRecord, b: TaskRecord): number {
  * anything that visits every task per batch shows up as dropped frames.
  */
 export type TaskTable = {
-  readonly list: readonly TaskRecord[];
+  readonly list: readonly TaskSummary[];
   readonly index: ReadonlyMap<string, number>;
   /** Tasks whose question has arrived (`needsAnswer`). */
   readonly waiting: number;
@@ -21,7 +21,7 @@ export type TaskTable = {
 
 export const EMPTY_TABLE: TaskTable = { list: [], index: new Map(), waiting: 0 };
 
-function indexOf(list: readonly TaskRecord[]): Map<string, number> {
+function indexOf(list: readonly TaskSummary[]): Map<string, number> {
   const index = new Map<string, number>();
   list.forEach((t, i) => index.set(t.id, i));
   return index;
@@ -33,10 +33,10 @@ function indexOf(list: readonly TaskRecord[]): Map<string, number> {
  * state of the same task), an unknown one is inserted in order. Returns the same table when nothing
  * changed, so views that compare by identity do not re-render.
  */
-export function applyTasks(table: TaskTable, updates: readonly TaskRecord[]): TaskTable {
-  let list: TaskRecord[] | null = null;
+export function applyTasks(table: TaskTable, updates: readonly TaskSummary[]): TaskTable {
+  let list: TaskSummary[] | null = null;
   let waiting = table.waiting;
-  const fresh = new Map<string, TaskRecord>();
+  const fresh = new Map<string, TaskSummary>();
   for (const u of updates) {
     const i = table.index.get(u.id);
     if (i === undefined) {
@@ -57,8 +57,8 @@ export function applyTasks(table: TaskTable, updates: readonly TaskRecord[]): Ta
   return { list: merged, index: indexOf(merged), waiting };
 }
 
-function mergeSorted(a: readonly TaskRecord[], b: readonly TaskRecord[]): TaskRecord[] {
-  const out: TaskRecord[] = new Array(a.length + b.length);
+function mergeSorted(a: readonly TaskSummary[], b: readonly TaskSummary[]): TaskSummary[] {
+  const out: TaskSummary[] = new Array(a.length + b.length);
   let i = 0;
   let j = 0;
   let k = 0;
@@ -101,11 +101,11 @@ export const STATUS_FILTERS: { value: StatusFilter; label: string }[] = [
 export type TaskFilter = { status: StatusFilter; server: string | null; query: string };
 
 /** The user can act on it now: the server asked, and the question has arrived. */
-export function needsAnswer(t: TaskRecord): boolean {
+export function needsAnswer(t: TaskSummary): boolean {
   return t.status === 'input_required' && t.question !== null;
 }
 
-function statusMatches(t: TaskRecord, f: StatusFilter): boolean {
+function statusMatches(t: TaskSummary, f: StatusFilter): boolean {
   if (f === 'all') return true;
   if (f === 'active') return !isTerminal(t.status);
   if (f === 'needs_input') return t.status === 'input_required';
@@ -113,27 +113,27 @@ function statusMatches(t: TaskRecord, f: StatusFilter): boolean {
 }
 
 /** Case-insensitive; every word must appear in the tool, server, message or id. */
-export function matchesQuery(t: TaskRecord, query: string): boolean {
+export function matchesQuery(t: TaskSummary, query: string): boolean {
   const words = query.toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
   const hay = [t.tool, t.server, t.status_message ?? '', t.progress?.message ?? '', t.id].join('\n').toLowerCase();
   return words.every((w) => hay.includes(w));
 }
 
-export function filterTasks(list: readonly TaskRecord[], f: TaskFilter): TaskRecord[] {
-  if (f.status === 'all' && f.server === null && f.query.trim() === '') return list as TaskRecord[];
+export function filterTasks(list: readonly TaskSummary[], f: TaskFilter): TaskSummary[] {
+  if (f.status === 'all' && f.server === null && f.query.trim() === '') return list as TaskSummary[];
   return list.filter((t) => statusMatches(t, f.status) && (f.server === null || t.server === f.server) && matchesQuery(t, f.query));
 }
 
 /** Running tasks count up to `now`; finished ones show how long they took. */
-export function elapsedMs(t: TaskRecord, now: number): number {
+export function elapsedMs(t: TaskSummary, now: number): number {
   const start = Date.parse(t.created_at);
   const end = isTerminal(t.status) ? Date.parse(t.updated_at) : now;
   return end - start;
 }
 
 /** 0..100 when the server gave a total, null for an indeterminate bar. */
-export function progressPercent(t: TaskRecord): number | null {
+export function progressPercent(t: TaskSummary): number | null {
   const p = t.progress;
   if (!p || p.total === null || !(p.total > 0)) return null;
   return Math.max(0, Math.min(100, (p.progress / p.total) * 100));
@@ -143,7 +143,7 @@ export function progressPercent(t: TaskRecord): number | null {
  * The one line that says what is happening: the server's message, else the progress message.
  * A completed task says nothing: its last status message ("Waiting for you to pick…") is stale.
  */
-export function taskMessage(t: TaskRecord): string {
+export function taskMessage(t: TaskSummary): string {
   if (t.status === 'failed' && t.error) return t.error.message;
   if (t.status === 'completed') return '';
   return t.status_message ?? t.progress?.message ?? '';
