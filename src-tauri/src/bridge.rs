@@ -180,13 +180,7 @@ mod tests {
     use taskdeck_engine::{ServerPhase, TaskRecord};
 
     fn task(id: &str, message: &str) -> TaskRecord {
-        serde_json::from_value(serde_json::json!({
-            "id": id, "server": "demo", "tool": "t", "arguments": {}, "idempotency_key": id, "mode": "task",
-            "era": null, "remote_task_id": null, "status": "working", "status_message": message, "progress": null,
-            "question": null, "answer": null, "result": null, "error": null, "ttl_ms": null,
-            "poll_interval_ms": null, "created_at": "2026-11-30T10:00:00.000Z", "updated_at": "2026-11-30T10:00:00.000Z"
-        }))
-        .unwrap()
+        crate::testing::record(serde_json::json!({"id": id, "status_message": message}))
     }
 
     #[test]

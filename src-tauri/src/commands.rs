@@ -336,19 +336,16 @@ pub const COMMANDS: &[&str] = &include!("command_names.in");
 
 #[cfg(test)]
 mod tests {
-    use super::{TaskRecord, TaskSummary, export_file_name};
+    use super::{TaskSummary, export_file_name};
 
     #[test]
     fn a_summary_is_the_record_without_arguments_and_result() {
-        let record: TaskRecord = serde_json::from_value(serde_json::json!({
-            "id": "t1", "server": "demo", "tool": "generate_report", "arguments": {"topic": "x".repeat(500)},
-            "idempotency_key": "k", "mode": "task", "era": "legacy", "remote_task_id": "r1", "status": "completed",
-            "status_message": "done", "progress": {"progress": 3.0, "total": 3.0, "message": null}, "question": null,
-            "answer": null, "result": {"content": [{"type": "text", "text": "y".repeat(500)}]}, "error": null,
-            "ttl_ms": null, "poll_interval_ms": 250,
-            "created_at": "2026-11-30T10:00:00.000Z", "updated_at": "2026-11-30T10:00:05.250Z"
-        }))
-        .unwrap();
+        let record = crate::testing::record(serde_json::json!({
+            "arguments": {"topic": "x".repeat(500)}, "era": "legacy", "remote_task_id": "r1", "status": "completed",
+            "status_message": "done", "progress": {"progress": 3.0, "total": 3.0, "message": null},
+            "result": {"content": [{"type": "text", "text": "y".repeat(500)}]}, "poll_interval_ms": 250,
+            "updated_at": "2026-11-30T10:00:05.250Z"
+        }));
         let summary = serde_json::to_value(TaskSummary::from(&record)).unwrap();
         let whole = serde_json::to_value(&record).unwrap();
         for same in [

@@ -6,6 +6,8 @@ pub mod commands;
 pub mod notify;
 mod os;
 pub mod rendering;
+#[cfg(test)]
+mod testing;
 pub mod tray;
 pub mod window;
 

@@ -229,14 +229,7 @@ mod tests {
 
     fn task(id: &str, status: &str, question: Option<&str>) -> TaskRecord {
         let question = question.map(|key| json!({"key": key, "request": {"method": "elicitation/create", "params": {"message": format!("Which one ({key})?")}}}));
-        serde_json::from_value(json!({
-            "id": id, "server": "demo", "tool": "generate_report", "arguments": {}, "idempotency_key": id,
-            "mode": "task", "era": null, "remote_task_id": null, "status": status, "status_message": "Done",
-            "progress": null, "question": question, "answer": null, "result": null, "error": null,
-            "ttl_ms": null, "poll_interval_ms": null, "created_at": "2026-11-30T10:00:00.000Z",
-            "updated_at": "2026-11-30T10:00:00.000Z"
-        }))
-        .unwrap()
+        crate::testing::record(json!({"id": id, "status": status, "status_message": "Done", "question": question}))
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub fn settings(choice: Choice, already_set: impl Fn(&str) -> bool) -> Vec<(&'st
 ///
 /// # Safety
 /// Changes the process environment: call it before any other thread exists.
-pub unsafe fn apply(rendering: Rendering) -> Choice {
+pub unsafe fn apply(rendering: Rendering) {
     // The switches are WebKitGTK's; elsewhere the platform's webview decides for itself.
     let gpu = !cfg!(target_os = "linux") || gpu_present(Path::new("/dev/dri"));
     let choice = rendering.choose(gpu, mesa_forced_software());
@@ -78,7 +78,6 @@ pub unsafe fn apply(rendering: Rendering) -> Choice {
         // while it changes.
         unsafe { std::env::set_var(key, value) };
     }
-    choice
 }
 
 #[cfg(test)]
