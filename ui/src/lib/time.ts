@@ -49,7 +49,7 @@ export function formatTimeOfDay(iso: string): string {
   return Number.isNaN(d.getTime()) ? iso : timeOfDay.format(d);
 }
 
-/** A count with the locale's digit grouping (`10,000`). */
+/** A count with the locale's digit grouping (`10,000` in English). */
 export function formatCount(n: number): string {
   return count.format(n);
 }

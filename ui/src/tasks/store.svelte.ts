@@ -5,33 +5,11 @@
  */
 import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from '../lib/ipc';
 import type { EngineBatch, LogLine, ServerStatus, TaskSummary } from '../lib/types';
+import { nextFrame, type Schedule } from '../lib/paint';
 import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './taskList';
 
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
 const LOG_LINES = 2000;
-
-/** Calls `commit` once, at a moment of the scheduler's choosing. */
-export type Schedule = (commit: () => void) => void;
-
-/**
- * With the next animation frame, so a batch's DOM changes are made inside a frame rather than
- * between two, where WebKit would draw an extra frame for them and push the next one late. A
- * window that is hidden (in the tray) gets no frames, so a timer stands in. Without a DOM (unit
- * tests) it commits at once.
- */
-export const nextFrame: Schedule = (commit) => {
-  if (typeof requestAnimationFrame !== 'function') return commit();
-  let done = false;
-  const once = () => {
-    if (done) return;
-    done = true;
-    cancelAnimationFrame(frame);
-    clearTimeout(timer);
-    commit();
-  };
-  const frame = requestAnimationFrame(once);
-  const timer = setTimeout(once, 250);
-};
 
 export class EngineStore {
   #table: TaskTable = $state.raw(EMPTY_TABLE);
