@@ -489,7 +489,21 @@ impl Engine {
         lock(&self.inner.live).questions.remove(id);
         let stored_key = serde_json::to_string(&key).unwrap_or_default();
         let response = serde_json::to_value(&result).unwrap_or_default();
-        let rec = self.inner.apply(id, Update::Answer(Answer { key: stored_key, response }))?;
+        let rec = match self.inner.apply(id, Update::Answer(Answer { key: stored_key, response })) {
+            Ok(rec) => rec,
+            // The server has the answer, but the driver applied a report that followed it (the task
+            // working again, or done) before it could be recorded. Refusing now would tell the
+            // user an answer the server accepted failed; the task's state is what they need.
+            Err(EngineError::Store(StoreError::Refused { current, reason, .. }))
+                if current != TaskStatus::InputRequired =>
+            {
+                tracing::warn!(
+                    "task {id}: answer delivered but not recorded, the task had moved on to {current}: {reason}"
+                );
+                self.inner.store.get(id)?
+            }
+            Err(e) => return Err(e),
+        };
         if let Some(tx) = lock(&self.inner.live).drivers.get(id) {
             let _ = tx.send(DriverMsg::Wake);
         }
