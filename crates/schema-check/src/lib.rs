@@ -7,8 +7,8 @@
 //! intersection is tightened at its top instead, where evaluation of all branches is visible.
 //! `_meta` stays allowed everywhere: it is MCP's extension point on every object.
 //!
-//! The schema files are read from `../shared/spec/schema` beside the checkout, or from
-//! `TASKDECK_SPEC_SCHEMA_DIR`.
+//! The schema files are vendored in this crate's `schemas/` folder (their source, version and
+//! licence are in its README); `TASKDECK_SPEC_SCHEMA_DIR` points the checks at other copies.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -59,7 +59,7 @@ pub fn schema_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("TASKDECK_SPEC_SCHEMA_DIR") {
         return PathBuf::from(dir);
     }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/spec/schema")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schemas")
 }
 
 impl Schemas {
