@@ -8,18 +8,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::{demo_server_entry, everything_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
-
-fn target_dir() -> PathBuf {
-    Path::new(CLI).parent().expect("the binary has a directory").to_owned()
-}
-
-fn demo_server() -> PathBuf {
-    let p = target_dir().join("taskdeck-demo-server");
-    assert!(p.exists(), "build the demo server into the same target dir first: cargo build -p taskdeck-demo-server");
-    p
-}
 
 /// One data directory and config per test, so tests run in parallel without meeting.
 struct Env {
@@ -59,13 +50,8 @@ impl std::fmt::Debug for Out {
 impl Env {
     fn demo() -> Env {
         let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("servers.json");
-        let state = dir.path().join("demo-state");
-        let text = json!({"mcpServers": {"demo": {
-            "command": demo_server(),
-            "args": ["--state", state, "--poll-interval-ms", "100"],
-        }}});
-        std::fs::write(&config, text.to_string()).unwrap();
+        let entry = demo_server_entry(&dir.path().join("demo-state"));
+        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
         Env { dir, config: Some(config), force_era: None }
     }
 
@@ -543,16 +529,9 @@ fn the_legacy_era_of_the_demo_server_runs_asks_and_resumes() {
 
 #[test]
 fn the_everything_server_is_legacy_only_and_runs_a_research_task() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let script = root.join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !script.exists() || Command::new("node").arg("--version").output().is_err() {
-        eprintln!("skipped: the pinned everything server is not installed (make peers)");
-        return;
-    }
     let env = Env::demo();
-    let config = env.dir.path().join("everything.json");
-    let text = json!({"mcpServers": {"everything": {"command": "node", "args": [script, "stdio"]}}});
-    std::fs::write(&config, text.to_string()).unwrap();
+    let entry = json!({"command": "node", "args": [everything_server_entry(), "stdio"]});
+    let config = write_servers_config(&env.dir.path().join("everything.json"), [("everything", entry)]);
     let env = Env { config: Some(config), ..env };
     let out = env.run(&["run", "everything", "simulate-research-query", "--args", r#"{"topic": "x"}"#, "--json"]);
     assert_eq!(out.code, 0, "{out:?}");

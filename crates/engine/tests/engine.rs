@@ -8,26 +8,12 @@ use serde_json::{Map, json};
 use taskdeck_engine::config::Paths;
 use taskdeck_engine::{AnswerInput, Engine, EngineError, EngineOptions, ServerPhase};
 use taskdeck_protocol::{Era, TaskStatus};
+use taskdeck_test_support::{demo_server_entry, write_servers_config};
 
-fn demo_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().and_then(Path::parent).unwrap().join("taskdeck-demo-server");
-    assert!(bin.exists(), "{} is missing: build taskdeck-demo-server first", bin.display());
-    bin
-}
-
+/// A config of demo servers, one state directory each.
 fn write_config(dir: &Path, servers: &[&str]) -> PathBuf {
-    let mut map = Map::new();
-    for name in servers {
-        let state = dir.join(format!("state-{name}"));
-        map.insert(
-            (*name).to_owned(),
-            json!({"command": demo_bin(), "args": ["--state", state, "--poll-interval-ms", "100"]}),
-        );
-    }
-    let path = dir.join("servers.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&json!({ "mcpServers": map })).unwrap()).unwrap();
-    path
+    let entries = servers.iter().map(|name| (*name, demo_server_entry(&dir.join(format!("state-{name}")))));
+    write_servers_config(&dir.join("servers.json"), entries)
 }
 
 fn paths(dir: &Path) -> Paths {

@@ -2,7 +2,7 @@
 //! every test checks against the official schemas.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -10,23 +10,10 @@ use serde_json::Value;
 use taskdeck_client::{ServerSpec, SessionEvent, SessionHandler};
 use taskdeck_schema_check::{Era as SchemaEra, Schemas, Sender};
 
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-/// The demo server binary that `cargo test --workspace` builds beside this test.
-pub fn demo_server_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap();
-    let bin = dir.join("taskdeck-demo-server");
-    assert!(bin.exists(), "{} is missing: run `cargo build -p taskdeck-demo-server` first", bin.display());
-    bin
-}
-
 pub fn demo_spec(state: &Path) -> ServerSpec {
     ServerSpec {
         name: "demo".into(),
-        command: demo_server_bin().display().to_string(),
+        command: taskdeck_test_support::demo_server().display().to_string(),
         args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
         env: Default::default(),
         cwd: None,
@@ -35,8 +22,7 @@ pub fn demo_spec(state: &Path) -> ServerSpec {
 
 /// `@modelcontextprotocol/server-everything`, as pinned in tests/peers (installed by `make test`).
 pub fn everything_spec() -> ServerSpec {
-    let entry = workspace_root().join("tests/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(entry.exists(), "{} is missing: run `make peers`", entry.display());
+    let entry = taskdeck_test_support::everything_server_entry();
     ServerSpec {
         name: "everything".into(),
         command: "node".into(),
