@@ -31,6 +31,7 @@ ui/dist/.built: ui/node_modules/.installed $(UI_INPUTS)
 
 ui-check: ui-deps
 	cd ui && npx svelte-check --tsconfig ./tsconfig.json --fail-on-warnings
+	cd ui && npx eslint --max-warnings 0 .
 	cd ui && npx vitest run
 
 # Cargo decides what is stale (the UI is embedded, and the build script tracks it), so this always asks.

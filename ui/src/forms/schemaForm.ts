@@ -306,7 +306,7 @@ function collectField(f: Field, raw: FormValue | undefined, errors: Record<strin
         if (f.format === 'date-time') return new Date(s).toISOString();
       }
       if (f.pattern !== undefined) {
-        let re: RegExp | null = null;
+        let re: RegExp | null;
         try {
           re = new RegExp(f.pattern, 'u');
         } catch {

@@ -21,6 +21,7 @@ export function inertText(value: unknown, maxLength = 500): string {
   }
 
   // C0/C1 controls except tab and newline, and the Unicode bidi embedding/override/isolate marks.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   const cleaned = text.replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g, '');
   const chars = Array.from(cleaned);
   return chars.length > maxLength ? `${chars.slice(0, maxLength - 1).join('')}…` : cleaned;
