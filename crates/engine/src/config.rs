@@ -278,6 +278,7 @@ mod tests {
         assert!(matches!(parse("{oops"), Err(ConfigError::Json { .. })));
     }
 
+    #[cfg(not(any(windows, target_os = "macos")))]
     fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<PathBuf> {
         move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| PathBuf::from(v))
     }
