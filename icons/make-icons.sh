@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Draws Taskdeck's mark (a short stack of task cards, the front one with a progress bar) and renders the
-# RGBA PNG sizes tauri.conf.json references. Re-run after changing the drawing; needs Debian `imagemagick`.
+# RGBA PNG sizes tauri.conf.json references, and the Windows icon (the same sizes in one .ico) that a
+# Windows build embeds. Re-run after changing the drawing; needs Debian `imagemagick`.
 set -euo pipefail
 cd "$(dirname "$0")"
 im=/usr/bin/convert
@@ -22,3 +23,5 @@ $im -size 1024x1024 xc:none \
 for size in 32 128 256; do
   $im icon.png -filter Lanczos -resize ${size}x${size} PNG32:${size}x${size}.png
 done
+# Windows reads PNG entries in an .ico since Vista; the resource compiler embeds it whole.
+$im 32x32.png 128x128.png 256x256.png icon.ico

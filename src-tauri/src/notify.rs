@@ -2,8 +2,8 @@
 //! question. Also keeps the count of running tasks the tray shows and the window's quit logic asks.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 use taskdeck_engine::{Engine, ListFilter, TaskRecord};
@@ -176,17 +176,14 @@ impl Alert {
     }
 }
 
-/// Shows the notification and waits for a click on a thread of its own: both calls block on D-Bus,
-/// and waiting for the click lasts as long as the notification stays on screen.
+/// Shows the notification and waits for a click on a thread of its own: both calls block (on
+/// D-Bus, or on the system's notification centre), and waiting for the click lasts as long as the
+/// notification stays on screen.
 fn deliver(app: AppHandle, alert: Alert) {
     let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
-        let caps = capabilities();
-        let has = |c: &str| caps.iter().any(|x| x == c);
-        // Servers with body-markup read the body as markup; task text is plain and may contain `<`.
-        let body = if has("body-markup") { escape_markup(&alert.body) } else { alert.body.clone() };
         let mut n = notify_rust::Notification::new();
-        n.appname("Taskdeck").summary(&alert.summary).body(&body).icon("taskdeck");
-        let clickable = has("actions");
+        n.appname("Taskdeck").summary(&alert.summary).body(&platform::body(&alert.body)).icon("taskdeck");
+        let clickable = platform::clickable();
         if clickable {
             n.action("default", "Show");
         }
@@ -196,7 +193,7 @@ fn deliver(app: AppHandle, alert: Alert) {
         };
         if clickable {
             handle.wait_for_action(|action| {
-                if action == "default" {
+                if platform::is_show(action) {
                     crate::focus_main(&app);
                     let _ = app.emit(FOCUS_TASK_EVENT, FocusTask { id: alert.task_id.clone() });
                 }
@@ -208,14 +205,53 @@ fn deliver(app: AppHandle, alert: Alert) {
     }
 }
 
-/// Asked once: the notification server rarely changes while the app runs, and asking costs a round trip.
-fn capabilities() -> &'static [String] {
-    static CAPS: OnceLock<Vec<String>> = OnceLock::new();
-    CAPS.get_or_init(|| notify_rust::get_capabilities().unwrap_or_default())
+/// Linux and the BSDs: a freedesktop notification server, which says what it can do.
+#[cfg(all(unix, not(target_os = "macos")))]
+mod platform {
+    use std::sync::OnceLock;
+
+    /// Asked once: the notification server rarely changes while the app runs, and asking costs a
+    /// round trip.
+    fn has(capability: &str) -> bool {
+        static CAPS: OnceLock<Vec<String>> = OnceLock::new();
+        CAPS.get_or_init(|| notify_rust::get_capabilities().unwrap_or_default()).iter().any(|c| c == capability)
+    }
+
+    /// Servers with body-markup read the body as markup; task text is plain and may contain `<`.
+    pub fn body(text: &str) -> String {
+        if has("body-markup") { escape_markup(text) } else { text.to_owned() }
+    }
+
+    pub fn clickable() -> bool {
+        has("actions")
+    }
+
+    /// A click on the notification itself is the `default` action.
+    pub fn is_show(action: &str) -> bool {
+        action == "default"
+    }
+
+    pub fn escape_markup(text: &str) -> String {
+        text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    }
 }
 
-fn escape_markup(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+/// Windows toasts and macOS notifications: plain text, buttons always there, no server to ask.
+#[cfg(not(all(unix, not(target_os = "macos"))))]
+mod platform {
+    pub fn body(text: &str) -> String {
+        text.to_owned()
+    }
+
+    pub fn clickable() -> bool {
+        true
+    }
+
+    /// Windows reports the button by its identifier, macOS by its label or `default` for a click
+    /// on the body; either way anything but a dismissal means "show me".
+    pub fn is_show(action: &str) -> bool {
+        action != "__closed"
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -283,7 +319,8 @@ mod tests {
     }
 
     #[test]
+    #[cfg(all(unix, not(target_os = "macos")))]
     fn markup_is_escaped() {
-        assert_eq!(escape_markup("a <b> & c"), "a &lt;b&gt; &amp; c");
+        assert_eq!(platform::escape_markup("a <b> & c"), "a &lt;b&gt; &amp; c");
     }
 }

@@ -7,6 +7,9 @@
 //! and [`Session::attach`], plus a [`SessionHandler`] that receives notifications, questions and
 //! stderr in arrival order.
 //!
+//! The session talks to a [`transport::Transport`], not to a process: [`Session::connect`] is the
+//! stdio convenience, [`Session::connect_with`] takes any [`transport::Connection`].
+//!
 //! The session holds no policy about *when* to poll or retry: that is the engine's.
 
 mod error;
@@ -15,6 +18,7 @@ mod process;
 mod session;
 mod tasks;
 mod tracker;
+pub mod transport;
 
 pub use error::ClientError;
 pub use model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, Started, TaskSnapshot};

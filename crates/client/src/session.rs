@@ -1,26 +1,26 @@
-//! One live connection to one server process: request/response correlation, the reader that
-//! dispatches what the server sends, and the era handshake.
+//! One live connection to one server: request/response correlation, the reader that dispatches
+//! what the server sends, and the era handshake. How the messages travel is the transport's
+//! business (see [`crate::transport`]); nothing here knows of pipes or processes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use taskdeck_protocol::framing::{FrameError, LineDecoder};
 use taskdeck_protocol::jsonrpc::{Notification, Request, Response};
 use taskdeck_protocol::modern::discover::{DiscoverResult, UnsupportedVersionData};
 use taskdeck_protocol::modern::request_meta::with_request_meta;
 use taskdeck_protocol::types::{Implementation, ProgressParams, Tool};
 use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, codes, legacy, meta, methods, modern};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::ClientError;
 use crate::model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, TaskSnapshot};
-use crate::process::{self, ProcessHandle, ServerSpec, StderrLog};
+use crate::process::ServerSpec;
 use crate::tracker::{TaskTracker, Verdict};
+use crate::transport::stdio::StdioTransport;
+use crate::transport::{Connection, FrameSource, Received, SendError, Transport};
 
 /// Receives everything the server sends that is not an answer to one of our requests.
 ///
@@ -49,7 +49,10 @@ pub struct SessionOptions {
     pub request_timeout: Duration,
     /// Timeout of a tool call the server answers without making a task.
     pub call_timeout: Duration,
+    /// The largest message in either direction, for the stdio transport [`Session::connect`]
+    /// starts; a transport given to [`Session::connect_with`] has its own.
     pub max_frame: usize,
+    /// How many of the server's recent stderr lines [`Session::stderr`] keeps.
     pub stderr_lines: usize,
     pub client_info: Implementation,
     /// Skips detection; for tests that need one era from a dual-era server.
@@ -75,12 +78,42 @@ type Pending = oneshot::Sender<Result<Value, ErrorObject>>;
 pub(crate) struct Shared {
     pub name: String,
     pub opts: SessionOptions,
-    out: mpsc::UnboundedSender<Vec<u8>>,
+    /// Held only through sessions: when the last one goes, the transport goes, and with it a
+    /// server process.
+    transport: Box<dyn Transport>,
     pending: Mutex<HashMap<RequestId, (String, Pending)>>,
     next_id: AtomicI64,
     pub(crate) state: Mutex<State>,
     handler: Arc<dyn SessionHandler>,
-    stderr: Arc<Mutex<StderrLog>>,
+    stderr: Mutex<StderrLog>,
+}
+
+/// The last lines a server wrote to stderr, bounded in count (the transport bounds their length).
+#[derive(Debug)]
+struct StderrLog {
+    lines: VecDeque<String>,
+    max_lines: usize,
+}
+
+impl StderrLog {
+    fn new(max_lines: usize) -> Self {
+        Self { lines: VecDeque::new(), max_lines: max_lines.max(1) }
+    }
+
+    fn push(&mut self, line: String) {
+        if self.lines.len() == self.max_lines {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.lines.iter().cloned().collect()
+    }
+
+    fn tail(&self, n: usize) -> Vec<String> {
+        self.lines.iter().skip(self.lines.len().saturating_sub(n)).cloned().collect()
+    }
 }
 
 #[derive(Default)]
@@ -93,11 +126,11 @@ pub(crate) struct State {
     pub questions: HashMap<RequestId, Option<String>>,
 }
 
-/// A connected server. Cheap to clone; the process is killed when the last clone is dropped.
+/// A connected server. Cheap to clone; the connection is closed (a server process killed) when
+/// the last clone is dropped.
 #[derive(Clone)]
 pub struct Session {
     pub(crate) shared: Arc<Shared>,
-    process: Arc<ProcessHandle>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -105,41 +138,45 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Session {
-    /// Starts the server, detects its era and completes the handshake.
+    /// Starts a stdio server, detects its era and completes the handshake.
     pub async fn connect(
         spec: &ServerSpec,
         opts: SessionOptions,
         handler: Arc<dyn SessionHandler>,
     ) -> Result<Session, ClientError> {
-        let spawned = process::spawn(spec)?;
-        let (out_tx, out_rx) = mpsc::unbounded_channel();
-        let stderr = Arc::new(Mutex::new(StderrLog::new(opts.stderr_lines)));
+        let connection = StdioTransport::spawn(spec, opts.max_frame)?;
+        Self::connect_with(connection, opts, handler).await
+    }
+
+    /// Detects the era of the server at the other end of `connection` and completes the
+    /// handshake, whatever carries the messages.
+    pub async fn connect_with(
+        connection: Connection,
+        opts: SessionOptions,
+        handler: Arc<dyn SessionHandler>,
+    ) -> Result<Session, ClientError> {
+        let Connection { transport, frames } = connection;
+        let identity = transport.identity().clone();
+        tracing::debug!(server = %identity.name, transport = identity.kind, peer = %identity.peer, pid = ?identity.pid, "connecting");
         let shared = Arc::new(Shared {
-            name: spec.name.clone(),
+            name: identity.name,
+            stderr: Mutex::new(StderrLog::new(opts.stderr_lines)),
             opts,
-            out: out_tx,
+            transport,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(0),
             state: Mutex::new(State::default()),
             handler,
-            stderr: stderr.clone(),
         });
-        tokio::spawn(write_loop(spawned.stdin, out_rx));
-        let for_stderr = shared.clone();
-        tokio::spawn(async move {
-            let h = for_stderr.handler.clone();
-            process::capture_stderr(spawned.stderr, stderr, move |line| h.on_event(SessionEvent::Stderr(line))).await;
-        });
-        tokio::spawn(read_loop(shared.clone(), spawned.stdout, spawned.process.clone()));
-        let session = Session { shared, process: spawned.process };
-        let info = session.handshake().await;
-        match info {
+        tokio::spawn(read_loop(Arc::downgrade(&shared), frames));
+        let session = Session { shared };
+        match session.handshake().await {
             Ok(info) => {
                 lock(&session.shared.state).info = Some(info);
                 Ok(session)
             }
             Err(e) => {
-                session.process.kill();
+                session.shared.transport.kill();
                 Err(e)
             }
         }
@@ -157,8 +194,9 @@ impl Session {
         self.info().era
     }
 
+    /// The server's process, when its transport runs one.
     pub fn pid(&self) -> Option<u32> {
-        self.process.pid()
+        self.shared.transport.identity().pid
     }
 
     /// Why the session is dead, if it is.
@@ -173,15 +211,13 @@ impl Session {
 
     /// Kills the server. Pending requests fail with [`ClientError::ServerExited`].
     pub fn kill(&self) {
-        self.process.kill();
+        self.shared.transport.kill();
     }
 
-    /// Closes the server's stdin and gives it `grace` to exit before killing it.
+    /// Closes the connection after what is already queued (a stdio server's stdin first) and
+    /// gives the server `grace` to exit before killing it.
     pub async fn shutdown(&self, grace: Duration) {
-        let _ = self.shared.out.send(Vec::new());
-        if self.process.wait_exit(grace).await.is_none() {
-            self.process.kill();
-        }
+        self.shared.transport.close(grace).await;
     }
 
     /// A liveness check: a hung server fails it with [`ClientError::Timeout`].
@@ -258,14 +294,13 @@ impl Session {
 
     pub(crate) fn send(&self, msg: &Message) -> Result<(), ClientError> {
         let s = &self.shared;
-        let line = taskdeck_protocol::framing::encode(&msg.to_line(), s.opts.max_frame)
-            .ok_or_else(|| ClientError::TooLarge { server: s.name.clone(), limit: s.opts.max_frame })?;
         if let Some(dead) = lock(&s.state).dead.clone() {
             return Err(dead);
         }
-        s.out
-            .send(line)
-            .map_err(|_| ClientError::ServerExited { server: s.name.clone(), reason: "stdin closed".into() })
+        s.transport.send(msg.to_line()).map_err(|e| match e {
+            SendError::TooLarge { limit } => ClientError::TooLarge { server: s.name.clone(), limit },
+            SendError::Closed { reason } => ClientError::ServerExited { server: s.name.clone(), reason },
+        })
     }
 
     /// Era detection as the 2026-07-28 stdio binding describes it: probe with `server/discover`;
@@ -414,45 +449,33 @@ fn no_common_version(server: &str, supported: &[String]) -> ClientError {
     }
 }
 
-async fn write_loop(mut stdin: ChildStdin, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
-    while let Some(line) = rx.recv().await {
-        // An empty frame is the shutdown signal: closing stdin asks the server to exit.
-        if line.is_empty() {
-            break;
+/// Dispatches what the transport received, in order. Holds the session only while it handles an
+/// item, so that dropping the last session still ends the connection.
+async fn read_loop(shared: Weak<Shared>, mut frames: Box<dyn FrameSource>) {
+    while let Some(item) = frames.receive().await {
+        let Some(shared) = shared.upgrade() else { return };
+        match item {
+            Received::Message(text) => dispatch(&shared, &text),
+            Received::Unreadable(e) => discard(&shared, Discard::Malformed, e.to_string()),
+            Received::Stderr(line) => {
+                lock(&shared.stderr).push(line.clone());
+                shared.handler.on_event(SessionEvent::Stderr(line));
+            }
+            Received::Closed { reason } => mark_dead(&shared, with_stderr_tail(&shared, reason)),
         }
-        if stdin.write_all(&line).await.is_err() || stdin.flush().await.is_err() {
-            break;
-        }
+    }
+    if let Some(shared) = shared.upgrade() {
+        mark_dead(&shared, with_stderr_tail(&shared, "the connection closed".into()));
     }
 }
 
-async fn read_loop(shared: Arc<Shared>, mut stdout: ChildStdout, process: Arc<ProcessHandle>) {
-    let mut decoder = LineDecoder::new(shared.opts.max_frame);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut frames = Vec::new();
-    loop {
-        let n = match stdout.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        decoder.feed(&buf[..n], &mut frames);
-        for frame in frames.drain(..) {
-            dispatch_frame(&shared, frame);
-        }
-    }
-    if let Some(frame) = decoder.finish() {
-        dispatch_frame(&shared, frame);
-    }
-    let status = process.wait_exit(Duration::from_secs(2)).await;
+/// A server's last stderr lines usually say why it ended.
+fn with_stderr_tail(shared: &Shared, mut reason: String) -> String {
     let tail = lock(&shared.stderr).tail(5);
-    let mut reason = match status {
-        Some(s) => format!("the server process ended ({s})"),
-        None => "the server closed its output".to_owned(),
-    };
     if !tail.is_empty() {
         reason.push_str(&format!("; last stderr: {}", tail.join(" | ")));
     }
-    mark_dead(&shared, reason);
+    reason
 }
 
 pub(crate) fn mark_dead(shared: &Shared, reason: String) {
@@ -477,16 +500,12 @@ fn discard(shared: &Shared, reason: Discard, detail: String) {
     shared.handler.on_event(SessionEvent::Discarded { reason, detail });
 }
 
-fn dispatch_frame(shared: &Arc<Shared>, frame: Result<String, FrameError>) {
-    let text = match frame {
-        Ok(t) => t,
-        Err(e) => return discard(shared, Discard::Malformed, e.to_string()),
-    };
-    match Message::parse(&text) {
+fn dispatch(shared: &Shared, text: &str) {
+    match Message::parse(text) {
         Ok(Message::Response(r)) => on_response(shared, r),
         Ok(Message::Request(r)) => on_request(shared, r),
         Ok(Message::Notification(n)) => on_notification(shared, n),
-        Err(e) => discard(shared, Discard::Malformed, format!("{e}: {}", truncate(&text, 200))),
+        Err(e) => discard(shared, Discard::Malformed, format!("{e}: {}", truncate(text, 200))),
     }
 }
 
@@ -546,8 +565,8 @@ fn task_handle(shared: &Shared, result: &Value) -> Option<TaskSnapshot> {
 }
 
 fn respond(shared: &Shared, msg: Message) {
-    if let Some(line) = taskdeck_protocol::framing::encode(&msg.to_line(), shared.opts.max_frame) {
-        let _ = shared.out.send(line);
+    if let Err(e) = shared.transport.send(msg.to_line()) {
+        tracing::warn!(server = %shared.name, error = %e, "could not answer a server request");
     }
 }
 

@@ -22,7 +22,7 @@ pub enum ConfigError {
     Json { file: PathBuf, reason: String },
     #[error("{file}: {field}: {reason}")]
     Field { file: PathBuf, field: String, reason: String },
-    #[error("no home directory: set {0}, XDG_DATA_HOME/XDG_CONFIG_HOME or HOME")]
+    #[error("no home directory: set {var}{hint}", var = .0, hint = HOME_HINT)]
     NoHome(&'static str),
     #[error("cannot make {path} absolute: {reason}")]
     Absolute { path: PathBuf, reason: String },
@@ -36,8 +36,10 @@ pub struct Paths {
 }
 
 impl Paths {
-    /// Resolves `--config`/`--data-dir`, then `TASKDECK_CONFIG`/`TASKDECK_DATA_DIR`, then the XDG
-    /// defaults (`$XDG_CONFIG_HOME/taskdeck/servers.json`, `$XDG_DATA_HOME/taskdeck`).
+    /// Resolves `--config`/`--data-dir`, then `TASKDECK_CONFIG`/`TASKDECK_DATA_DIR`, then the
+    /// platform's defaults: on Linux and the BSDs the XDG ones (`$XDG_CONFIG_HOME/taskdeck/servers.json`,
+    /// `$XDG_DATA_HOME/taskdeck`), on macOS `~/Library/Application Support/taskdeck`, on Windows
+    /// `%APPDATA%\taskdeck` (the config file in it as `servers.json`).
     /// Both paths come back absolute: they are shown to the user and handed to child processes
     /// that run elsewhere.
     pub fn resolve(config: Option<PathBuf>, data_dir: Option<PathBuf>) -> Result<Paths, ConfigError> {
@@ -51,20 +53,13 @@ impl Paths {
         env: impl Fn(&str) -> Option<PathBuf>,
     ) -> Result<Paths, ConfigError> {
         let set = |k: &str| env(k).filter(|v| !v.as_os_str().is_empty());
-        // The XDG spec says a relative value must be ignored, as if unset.
-        let xdg = |var: &str, home_suffix: &str, what: &'static str| {
-            set(var)
-                .filter(|p| p.is_absolute())
-                .or_else(|| set("HOME").map(|h| h.join(home_suffix)))
-                .ok_or(ConfigError::NoHome(what))
-        };
         let config = match config.or_else(|| set(CONFIG_ENV)) {
             Some(c) => c,
-            None => xdg("XDG_CONFIG_HOME", ".config", CONFIG_ENV)?.join("taskdeck/servers.json"),
+            None => platform::config_home(&set).ok_or(ConfigError::NoHome(CONFIG_ENV))?.join(APP_DIR).join(CONFIG_FILE),
         };
         let data_dir = match data_dir.or_else(|| set(DATA_DIR_ENV)) {
             Some(d) => d,
-            None => xdg("XDG_DATA_HOME", ".local/share", DATA_DIR_ENV)?.join("taskdeck"),
+            None => platform::data_home(&set).ok_or(ConfigError::NoHome(DATA_DIR_ENV))?.join(APP_DIR),
         };
         let absolute = |p: PathBuf| {
             std::path::absolute(&p).map_err(|e| ConfigError::Absolute { path: p.clone(), reason: e.to_string() })
@@ -76,6 +71,53 @@ impl Paths {
         self.data_dir.join(STORE_FILE)
     }
 }
+
+/// The folder Taskdeck's config and data live in, inside the platform's own.
+const APP_DIR: &str = "taskdeck";
+const CONFIG_FILE: &str = "servers.json";
+
+/// Where the platform keeps per-user config and data, read from the environment at each call
+/// (tests and users set `XDG_*` per process). The XDG rules are applied here rather than through
+/// `directories`, so that the environment given to [`Paths::resolve_with`] is the one obeyed.
+#[cfg(not(any(windows, target_os = "macos")))]
+mod platform {
+    use std::path::PathBuf;
+
+    pub(super) fn config_home(env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        xdg(env, "XDG_CONFIG_HOME", ".config")
+    }
+
+    pub(super) fn data_home(env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        xdg(env, "XDG_DATA_HOME", ".local/share")
+    }
+
+    fn xdg(env: &impl Fn(&str) -> Option<PathBuf>, var: &str, home_suffix: &str) -> Option<PathBuf> {
+        // The XDG spec says a relative value must be ignored, as if unset.
+        env(var).filter(|p| p.is_absolute()).or_else(|| env("HOME").map(|h| h.join(home_suffix)))
+    }
+}
+
+/// macOS (`~/Library/Application Support`) and Windows (`%APPDATA%`, the roaming profile) by
+/// their own conventions, which `directories` asks the system for.
+#[cfg(any(windows, target_os = "macos"))]
+mod platform {
+    use std::path::PathBuf;
+
+    pub(super) fn config_home(_env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        directories::BaseDirs::new().map(|d| d.config_dir().to_owned())
+    }
+
+    pub(super) fn data_home(_env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        directories::BaseDirs::new().map(|d| d.data_dir().to_owned())
+    }
+}
+
+#[cfg(not(any(windows, target_os = "macos")))]
+const HOME_HINT: &str = ", XDG_DATA_HOME/XDG_CONFIG_HOME or HOME";
+#[cfg(target_os = "macos")]
+const HOME_HINT: &str = " or HOME";
+#[cfg(windows)]
+const HOME_HINT: &str = " (the user profile has no %APPDATA% folder)";
 
 /// The servers to run, in config order.
 #[derive(Debug, Clone, PartialEq)]
@@ -196,7 +238,8 @@ pub fn demo_server_command() -> PathBuf {
         .and_then(|exe| {
             let dir = exe.parent()?;
             // Test binaries live one level deeper, in target/<profile>/deps.
-            [dir.join(DEMO_SERVER_BIN), dir.parent()?.join(DEMO_SERVER_BIN)].into_iter().find(|p| p.exists())
+            let file = format!("{DEMO_SERVER_BIN}{}", std::env::consts::EXE_SUFFIX);
+            [dir.join(&file), dir.parent()?.join(&file)].into_iter().find(|p| p.exists())
         })
         .unwrap_or_else(|| PathBuf::from(DEMO_SERVER_BIN))
 }
@@ -235,11 +278,13 @@ mod tests {
         assert!(matches!(parse("{oops"), Err(ConfigError::Json { .. })));
     }
 
+    #[cfg(not(any(windows, target_os = "macos")))]
     fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<PathBuf> {
         move |name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| PathBuf::from(v))
     }
 
     #[test]
+    #[cfg(not(any(windows, target_os = "macos")))]
     fn paths_follow_flags_then_env_then_xdg_then_home() {
         let p = Paths::resolve_with(None, None, env_of(&[("XDG_CONFIG_HOME", "/x/cfg"), ("XDG_DATA_HOME", "/x/data")]))
             .unwrap();

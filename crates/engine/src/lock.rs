@@ -1,12 +1,16 @@
-//! One process drives the tasks of a data directory at a time. The lock is an OS file lock, so it
-//! dies with its process however that process ends; the file also names the holder for the error
-//! a second process gets.
+//! One process drives the tasks of a data directory at a time. The lock is an OS file lock
+//! (`flock` on Unix, `LockFileEx` on Windows), so it dies with its process however that process
+//! ends; the file also names the holder for the error a second process gets.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 pub const LOCK_FILE: &str = "engine.lock";
+/// Windows locks are mandatory: nobody else can read a locked file, so the holder is also named in
+/// a file beside it.
+#[cfg(windows)]
+const HOLDER_FILE: &str = "engine.lock.holder";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -37,6 +41,10 @@ impl DataDirLock {
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut holder = String::new();
                 let _ = file.read_to_string(&mut holder);
+                #[cfg(windows)]
+                if holder.trim().is_empty() {
+                    holder = std::fs::read_to_string(dir.join(HOLDER_FILE)).unwrap_or_default();
+                }
                 let holder = holder.trim();
                 return Err(LockError::Held {
                     dir: dir.to_owned(),
@@ -54,6 +62,8 @@ impl DataDirLock {
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         file.write_all(me.as_bytes()).map_err(io)?;
         file.flush().map_err(io)?;
+        #[cfg(windows)]
+        std::fs::write(dir.join(HOLDER_FILE), &me).map_err(io)?;
         Ok(DataDirLock { _file: file })
     }
 }
