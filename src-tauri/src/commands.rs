@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskdeck_engine::{
-    AnswerInput, Engine, EngineError, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+    AnswerInput, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord,
+    ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
 use taskdeck_store::{Progress, Question};
@@ -21,6 +22,8 @@ pub struct AppInfo {
     pub version: String,
     pub config_path: String,
     pub data_dir: String,
+    /// Where the app's, the CLI's and each server's logs are written.
+    pub log_dir: String,
     /// Whether the config file exists; without it the demo server is the embedded default.
     pub config_exists: bool,
     /// Why the config could not be used, if it could not; the servers list is empty meanwhile.
@@ -30,25 +33,49 @@ pub struct AppInfo {
     pub notifications_muted: bool,
 }
 
-/// A failed command, as the webview receives it: act on `code`, show `message`.
+/// A failed command, as the webview receives it: act on `code` and the details, show `message`.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct CommandError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
+    /// For `invalid_arguments` and `invalid_answer`: the offending value as a JSON Pointer
+    /// (`/topic`), `""` when the object as a whole is wrong.
+    pub path: Option<String>,
+    /// For `refused`: the task's real status now.
+    pub status: Option<TaskStatus>,
+    /// The server the failure concerns, when it concerns one.
+    pub server: Option<String>,
+    /// For `server_error`: the server's own JSON-RPC error code.
+    pub rpc_code: Option<i64>,
+}
+
+impl CommandError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        CommandError { code, message: message.into(), path: None, status: None, server: None, rpc_code: None }
+    }
 }
 
 impl From<EngineError> for CommandError {
     fn from(e: EngineError) -> Self {
-        CommandError { code: e.code().to_owned(), message: e.to_string() }
+        CommandError {
+            code: e.code(),
+            path: e.path().map(str::to_owned),
+            status: e.status(),
+            server: e.server().map(str::to_owned),
+            rpc_code: e.rpc_code(),
+            message: e.to_string(),
+        }
     }
 }
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
-    state.engine.as_ref().ok_or_else(|| CommandError {
-        code: "engine_unavailable".into(),
-        message: state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+    state.engine.as_ref().ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::EngineUnavailable,
+            state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+        )
     })
 }
 
@@ -125,6 +152,7 @@ pub fn app_info(state: State<'_, AppState>) -> AppInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         config_path: state.paths.config.display().to_string(),
         data_dir: state.paths.data_dir.display().to_string(),
+        log_dir: state.paths.log_dir().display().to_string(),
         config_exists: state.paths.config.exists(),
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
@@ -159,7 +187,7 @@ pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatu
 #[tauri::command]
 pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<()> {
     let path = &state.paths.config;
-    let io = |e: std::io::Error| CommandError { code: "io".into(), message: format!("{}: {e}", path.display()) };
+    let io = |e: std::io::Error| CommandError::new(ErrorCode::Io, format!("{}: {e}", path.display()));
     if !path.exists() {
         let servers: Map<String, Value> = engine(&state)?
             .config()
@@ -179,6 +207,15 @@ pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<
         std::fs::write(path, text + "\n").map_err(io)?;
     }
     crate::os::open_path(&app, path)
+}
+
+/// Opens the log folder in the file manager, so a user can find the files to send. The folder is
+/// made when missing: the app may not have written there yet if its log could not be opened.
+#[tauri::command]
+pub fn open_log_folder(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<()> {
+    let dir = state.paths.log_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| CommandError::new(ErrorCode::Io, format!("{}: {e}", dir.display())))?;
+    crate::os::open_path(&app, &dir)
 }
 
 #[tauri::command]
@@ -205,7 +242,7 @@ pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id
 
     let task = engine(&state)?.get(&id)?;
     let Some(result) = task.result else {
-        return Err(CommandError { code: "no_result".into(), message: "this task has no result to export yet".into() });
+        return Err(CommandError::new(ErrorCode::NoResult, "this task has no result to export yet"));
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let mut dialog = app
@@ -223,10 +260,10 @@ pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id
         let _ = tx.send(picked);
     });
     let Some(picked) = rx.await.ok().flatten() else { return Ok(None) };
-    let path = picked.into_path().map_err(|e| CommandError { code: "io".into(), message: e.to_string() })?;
+    let path = picked.into_path().map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
     let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
     std::fs::write(&path, text + "\n")
-        .map_err(|e| CommandError { code: "io".into(), message: format!("could not write {}: {e}", path.display()) })?;
+        .map_err(|e| CommandError::new(ErrorCode::Io, format!("could not write {}: {e}", path.display())))?;
     Ok(Some(path.display().to_string()))
 }
 
@@ -284,10 +321,7 @@ pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskS
 pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-        return Err(CommandError {
-            code: "invalid_url".into(),
-            message: format!("only web links can be opened: {url}"),
-        });
+        return Err(CommandError::new(ErrorCode::InvalidUrl, format!("only web links can be opened: {url}")));
     }
     crate::os::open_url(&app, &url)
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
 use taskdeck_engine::{
-    EngineEvent, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+    EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, TaskStatus};
@@ -25,6 +25,7 @@ fn rendered() -> Vec<(String, String)> {
     vec![
         render::<AppInfo>(&cfg),
         render::<CommandError>(&cfg),
+        render::<ErrorCode>(&cfg),
         render::<TaskDetail>(&cfg),
         render::<AnswerPayload>(&cfg),
         render::<AnswerAction>(&cfg),

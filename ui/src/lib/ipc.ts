@@ -26,6 +26,20 @@ export function isIpcError(err: unknown): err is IpcError {
   return typeof err === 'object' && err !== null && typeof (err as IpcError).code === 'string';
 }
 
+/**
+ * Where an `invalid_arguments` or `invalid_answer` rejection points, as a form's dotted field path
+ * (`address.city`, `tags.2`): the engine names the value by JSON Pointer (`/address/city`). Null when
+ * the rejection names no value, or names the object as a whole.
+ */
+export function errorFieldPath(err: unknown): string | null {
+  if (!isIpcError(err) || !err.path) return null;
+  return err.path
+    .split('/')
+    .slice(1)
+    .map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}
+
 /** A rejection as one line of inert text, whatever shape it arrived in. */
 export function errorText(err: unknown): string {
   if (isIpcError(err)) return inertText(err.message || err.code, 400);
@@ -39,6 +53,8 @@ export const restartServer = (name: string) => invoke<void>('restart_server', { 
 export const serverLog = (name: string) => invoke<LogLine[]>('server_log', { name });
 export const reloadConfig = () => invoke<ServerStatus[]>('reload_config');
 export const editConfig = () => invoke<void>('edit_config');
+/** Opens the folder with the app's, the CLI's and each server's log files in the file manager. */
+export const openLogFolder = () => invoke<void>('open_log_folder');
 export const listTools = (server: string) => invoke<ToolInfo[]>('list_tools', { server });
 export const runTool = (server: string, tool: string, args: JsonValue) =>
   invoke<TaskSummary>('run_tool', { server, tool, arguments: args });
