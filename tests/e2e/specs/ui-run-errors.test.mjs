@@ -45,6 +45,8 @@ test('arguments the engine refuses from the JSON editor are marked on their fiel
     const { driver } = app;
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
     const form = await waitFor(driver, '[data-testid="run-form"]');
+    // The form switches to JSON only with what it holds valid; the topic is required.
+    await form.findElement(css('input[name="topic"]')).sendKeys('too long a wait');
     await form.findElement(css('[data-testid="run-mode-json"]')).click();
     const json = await waitFor(driver, '[data-testid="run-json"]', 5000);
     // Two hours is past the tool's declared maximum; only the schema, judged by the engine, says so.
