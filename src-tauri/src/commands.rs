@@ -1,6 +1,6 @@
-//! Everything the webview may call. Each command here must also be listed in `build.rs` and granted
-//! in `capabilities/main.json`, and each type it takes or returns is exported to
-//! `ui/src/lib/bindings/` (see `tests/bindings.rs`).
+//! Everything the webview may call. Each command is declared once more, in one line of
+//! `registry.in`, from which its handler, its permission and the UI's typed `invoke` map come; each
+//! type it takes or returns is exported to `ui/src/lib/bindings/` (see `tests/bindings.rs`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,14 +57,17 @@ impl CommandError {
 
 impl From<EngineError> for CommandError {
     fn from(e: EngineError) -> Self {
-        CommandError {
+        let error = CommandError {
             code: e.code(),
             path: e.path().map(str::to_owned),
             status: e.status(),
             server: e.server().map(str::to_owned),
             rpc_code: e.rpc_code(),
             message: e.to_string(),
-        }
+        };
+        // The kind and where, not the message: an invalid answer's message quotes the answer.
+        tracing::info!(code = %error.code, server = error.server.as_deref(), path = error.path.as_deref(), "command refused");
+        error
     }
 }
 
@@ -147,8 +150,8 @@ pub enum AnswerAction {
 }
 
 #[tauri::command]
-pub fn app_info(state: State<'_, AppState>) -> AppInfo {
-    AppInfo {
+pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+    Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         config_path: state.paths.config.display().to_string(),
         data_dir: state.paths.data_dir.display().to_string(),
@@ -157,7 +160,7 @@ pub fn app_info(state: State<'_, AppState>) -> AppInfo {
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
         notifications_muted: lock(&state.ui).notifications_muted,
-    }
+    })
 }
 
 #[tauri::command]
@@ -230,7 +233,9 @@ pub async fn run_tool(
     tool: String,
     arguments: Value,
 ) -> Result<TaskSummary> {
-    Ok((&engine(&state)?.run(&server, &tool, arguments).await?).into())
+    let task = engine(&state)?.run(&server, &tool, arguments).await?;
+    tracing::info!(task = %task.id, server = %server, tool = %tool, "run from the window");
+    Ok((&task).into())
 }
 
 /// Saves a task's result to a file the user picks, from the store rather than from what the page
@@ -284,7 +289,9 @@ fn export_file_name(tool: &str, id: &str) -> String {
 pub async fn rerun_task(state: State<'_, AppState>, id: String) -> Result<TaskSummary> {
     let engine = engine(&state)?;
     let old = engine.get(&id)?;
-    Ok((&engine.run(&old.server, &old.tool, old.arguments).await?).into())
+    let task = engine.run(&old.server, &old.tool, old.arguments).await?;
+    tracing::info!(task = %task.id, server = %task.server, tool = %task.tool, rerun_of = %old.id, "run again from the window");
+    Ok((&task).into())
 }
 
 #[tauri::command]
@@ -307,12 +314,16 @@ pub async fn answer_task(state: State<'_, AppState>, id: String, answer: AnswerP
         AnswerAction::Decline => AnswerInput::Decline,
         AnswerAction::Cancel => AnswerInput::Cancel,
     };
-    Ok((&engine(&state)?.answer(&id, input).await?).into())
+    let task = engine(&state)?.answer(&id, input).await?;
+    tracing::info!(task = %task.id, server = %task.server, action = ?answer.action, "answered from the window");
+    Ok((&task).into())
 }
 
 #[tauri::command]
 pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskSummary> {
-    Ok((&engine(&state)?.cancel(&id).await?).into())
+    let task = engine(&state)?.cancel(&id).await?;
+    tracing::info!(task = %task.id, server = %task.server, "cancelled from the window");
+    Ok((&task).into())
 }
 
 /// Opens a link in the system browser. The webview asks the user first and calls this only after
@@ -328,13 +339,15 @@ pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
 
 /// Also moves the tray's check mark and tells every listener, so the two switches agree.
 #[tauri::command]
-pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) {
+pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) -> Result<()> {
     crate::notify::set_muted(&app, muted);
+    Ok(())
 }
 
 #[tauri::command]
-pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) {
+pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) -> Result<()> {
     lock(&state.ui).viewing_task = id;
+    Ok(())
 }
 
 /// Set (to anything) to have [`ui_ready`] print `ready` on stdout. `make bench-app` times start-up
@@ -344,13 +357,14 @@ pub const READY_MARK_ENV: &str = "TASKDECK_READY_MARK";
 /// The webview calls this once, when its first render with the tasks loaded has been painted: the
 /// moment a user sees the app rather than a blank window.
 #[tauri::command]
-pub fn ui_ready() {
+pub fn ui_ready() -> Result<()> {
     if std::env::var_os(READY_MARK_ENV).is_some() {
         use std::io::Write;
         // A desktop launch may have no stdout at all; the mark is not worth a failed command.
         let _ = writeln!(std::io::stdout().lock(), "ready");
     }
     release_startup_memory();
+    Ok(())
 }
 
 /// Loading the task list for that first render held the whole store in memory several times over
@@ -364,9 +378,6 @@ fn release_startup_memory() {
         unsafe { libc::malloc_trim(0) };
     });
 }
-
-/// Every command, for `build.rs` and the capability (kept in step by a test).
-pub const COMMANDS: &[&str] = &include!("command_names.in");
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@ mod cli;
 pub mod commands;
 pub mod notify;
 mod os;
+pub mod registry;
 pub mod rendering;
 #[cfg(test)]
 mod testing;
@@ -41,27 +42,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .manage(notify::Watch::default())
         .manage(window::Lifecycle::default())
         .on_window_event(window::on_window_event)
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::list_servers,
-            commands::restart_server,
-            commands::server_log,
-            commands::reload_config,
-            commands::edit_config,
-            commands::open_log_folder,
-            commands::list_tools,
-            commands::run_tool,
-            commands::rerun_task,
-            commands::export_result,
-            commands::list_tasks,
-            commands::task_detail,
-            commands::answer_task,
-            commands::cancel_task,
-            commands::open_url,
-            commands::set_notifications_muted,
-            commands::set_viewing_task,
-            commands::ui_ready,
-        ])
+        .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
