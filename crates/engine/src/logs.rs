@@ -190,6 +190,33 @@ mod tests {
     }
 
     #[test]
+    fn the_daily_file_gets_taskdecks_info_lines_with_their_fields() {
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let (layer, guard) = daily_file(&dir.path().join("logs"), "taskdeck-test").unwrap();
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(task = "t-1", server = "demo", "started");
+            tracing::debug!("not at the default level");
+        });
+        drop(guard);
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("logs")).unwrap().map(|f| f.unwrap().path()).collect();
+        assert_eq!(files.len(), 1);
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("taskdeck-test.") && name.ends_with(".log"), "{name}");
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        if std::env::var_os(LOG_ENV).is_none() {
+            assert!(!text.contains("not at the default level"), "{text}");
+        }
+        assert!(
+            text.contains("started") && text.contains("task=\"t-1\"") && text.contains("server=\"demo\""),
+            "{text}"
+        );
+        assert!(!text.contains('\x1b'), "no colour codes in a file: {text}");
+    }
+
+    #[test]
     fn a_servers_lines_are_there_again_after_a_restart() {
         let dir = tempfile::tempdir().unwrap();
         let mut file = ServerLogFile::new(dir.path(), "demo");
