@@ -77,9 +77,13 @@ fn init_logging(cli: &Cli) -> Option<WorkerGuard> {
     // Paths that do not resolve are reported by `dispatch`; there is no log folder to speak of then.
     let log_dir = Paths::resolve(cli.config.clone(), cli.data_dir.clone()).ok().map(|p| p.log_dir());
     // A log folder that cannot be written must not stop a command: stderr still says what matters.
-    let file = log_dir.and_then(|dir| taskdeck_engine::logs::daily_file(&dir, "taskdeck-cli").ok());
+    let file = log_dir.as_deref().and_then(|dir| taskdeck_engine::logs::daily_file(dir, "taskdeck-cli").ok());
     let (file, guard) = file.map_or((None, None), |(layer, guard)| (Some(layer), Some(guard)));
     tracing_subscriber::registry().with(stderr).with(file).init();
+    // Which build wrote what follows; never the command line, whose `--args` may hold anything.
+    if let Some(dir) = &log_dir {
+        tracing::info!(version = env!("CARGO_PKG_VERSION"), log_dir = %dir.display(), "taskdeck-cli starting");
+    }
     guard
 }
 
