@@ -1,13 +1,41 @@
 use std::path::Path;
 
+// The names only: the same list registry.rs expands into the handler, read without its types.
+macro_rules! commands {
+    ($( $name:ident [$($ctx:ident),*] ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {
+        const COMMANDS: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+include!("src/registry.in");
+
 fn main() {
     ensure_frontend_dist();
+    println!("cargo:rerun-if-changed=src/registry.in");
+    write_capability(COMMANDS);
     // Declaring the app's commands makes Tauri generate one `allow-<command>` permission per command,
     // so a command is unreachable from the webview until a capability grants it explicitly.
-    let commands: &[&str] = &include!("src/command_names.in");
-    println!("cargo:rerun-if-changed=src/command_names.in");
-    let manifest = tauri_build::AppManifest::new().commands(commands);
+    let manifest = tauri_build::AppManifest::new().commands(COMMANDS);
     tauri_build::try_build(tauri_build::Attributes::new().app_manifest(manifest)).expect("tauri-build failed");
+}
+
+/// `capabilities/main.json` grants the main window exactly the registered commands and event
+/// listening. It is written here, before tauri-build reads it, and only when it changed, so that an
+/// unchanged registry rebuilds nothing.
+fn write_capability(commands: &[&str]) {
+    let mut permissions: Vec<String> = commands.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+    permissions.extend(["core:event:allow-listen".to_owned(), "core:event:allow-unlisten".to_owned()]);
+    let listed: Vec<String> = permissions.iter().map(|p| format!("    \"{p}\"")).collect();
+    let text = format!(
+        "{{\n  \"$schema\": \"../gen/schemas/desktop-schema.json\",\n  \"identifier\": \"main\",\n  \
+         \"description\": \"The main window may call Taskdeck's own commands and listen to its events, nothing else. \
+         Written by build.rs from src/registry.in.\",\n  \"windows\": [\n    \"main\"\n  ],\n  \
+         \"permissions\": [\n{}\n  ]\n}}\n",
+        listed.join(",\n")
+    );
+    let path = Path::new("capabilities/main.json");
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text.as_str()) {
+        std::fs::write(path, text).expect("write capabilities/main.json");
+    }
 }
 
 /// `generate_context!` refuses to compile without `ui/dist`, which only `npm run build` produces. So that

@@ -103,6 +103,8 @@ pub struct AppState {
     pub startup_error: Option<String>,
     pub config_error: Mutex<Option<String>>,
     pub ui: Mutex<UiState>,
+    /// Flushes the log file; taken and dropped on the way out, since Tauri exits without dropping state.
+    pub log_guard: Mutex<Option<taskdeck_engine::logs::WorkerGuard>>,
 }
 
 impl AppState {
@@ -121,7 +123,7 @@ impl AppState {
         let (engine, startup_error) = match opened {
             Ok(e) => (Some(e), None),
             Err(e) => {
-                tracing::error!("the engine did not start: {e}");
+                tracing::error!(code = %e.code(), "the engine did not start: {e}");
                 (None, Some(e.to_string()))
             }
         };
@@ -131,6 +133,7 @@ impl AppState {
             startup_error,
             config_error: Mutex::new(config_error),
             ui: Mutex::new(UiState::default()),
+            log_guard: Mutex::new(None),
         }
     }
 }

@@ -11,7 +11,7 @@ pub struct Cli {
     #[arg(long, value_name = "FILE", env = "TASKDECK_CONFIG")]
     pub config: Option<PathBuf>,
 
-    /// Directory for the task store and logs. Default: $XDG_DATA_HOME/taskdeck
+    /// Directory for the task store (and the logs, when given). Default: $XDG_DATA_HOME/taskdeck
     #[arg(long, value_name = "DIR", env = "TASKDECK_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
 

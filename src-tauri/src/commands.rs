@@ -1,12 +1,13 @@
-//! Everything the webview may call. Each command here must also be listed in `build.rs` and granted
-//! in `capabilities/main.json`, and each type it takes or returns is exported to
-//! `ui/src/lib/bindings/` (see `tests/bindings.rs`).
+//! Everything the webview may call. Each command is declared once more, in one line of
+//! `registry.in`, from which its handler, its permission and the UI's typed `invoke` map come; each
+//! type it takes or returns is exported to `ui/src/lib/bindings/` (see `tests/bindings.rs`).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskdeck_engine::{
-    AnswerInput, Engine, EngineError, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+    AnswerInput, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord,
+    ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
 use taskdeck_store::{Progress, Question};
@@ -21,6 +22,8 @@ pub struct AppInfo {
     pub version: String,
     pub config_path: String,
     pub data_dir: String,
+    /// Where the app's, the CLI's and each server's logs are written.
+    pub log_dir: String,
     /// Whether the config file exists; without it the demo server is the embedded default.
     pub config_exists: bool,
     /// Why the config could not be used, if it could not; the servers list is empty meanwhile.
@@ -30,25 +33,52 @@ pub struct AppInfo {
     pub notifications_muted: bool,
 }
 
-/// A failed command, as the webview receives it: act on `code`, show `message`.
+/// A failed command, as the webview receives it: act on `code` and the details, show `message`.
 #[derive(Debug, Clone, Serialize, TS)]
 pub struct CommandError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
+    /// For `invalid_arguments` and `invalid_answer`: the offending value as a JSON Pointer
+    /// (`/topic`), `""` when the object as a whole is wrong.
+    pub path: Option<String>,
+    /// For `refused`: the task's real status now.
+    pub status: Option<TaskStatus>,
+    /// The server the failure concerns, when it concerns one.
+    pub server: Option<String>,
+    /// For `server_error`: the server's own JSON-RPC error code.
+    pub rpc_code: Option<i64>,
+}
+
+impl CommandError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        CommandError { code, message: message.into(), path: None, status: None, server: None, rpc_code: None }
+    }
 }
 
 impl From<EngineError> for CommandError {
     fn from(e: EngineError) -> Self {
-        CommandError { code: e.code().to_owned(), message: e.to_string() }
+        let error = CommandError {
+            code: e.code(),
+            path: e.path().map(str::to_owned),
+            status: e.status(),
+            server: e.server().map(str::to_owned),
+            rpc_code: e.rpc_code(),
+            message: e.to_string(),
+        };
+        // The kind and where, not the message: an invalid answer's message quotes the answer.
+        tracing::info!(code = %error.code, server = error.server.as_deref(), path = error.path.as_deref(), "command refused");
+        error
     }
 }
 
 type Result<T> = std::result::Result<T, CommandError>;
 
 fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
-    state.engine.as_ref().ok_or_else(|| CommandError {
-        code: "engine_unavailable".into(),
-        message: state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+    state.engine.as_ref().ok_or_else(|| {
+        CommandError::new(
+            ErrorCode::EngineUnavailable,
+            state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+        )
     })
 }
 
@@ -120,16 +150,17 @@ pub enum AnswerAction {
 }
 
 #[tauri::command]
-pub fn app_info(state: State<'_, AppState>) -> AppInfo {
-    AppInfo {
+pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+    Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         config_path: state.paths.config.display().to_string(),
         data_dir: state.paths.data_dir.display().to_string(),
+        log_dir: state.paths.log_dir().display().to_string(),
         config_exists: state.paths.config.exists(),
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
         notifications_muted: lock(&state.ui).notifications_muted,
-    }
+    })
 }
 
 #[tauri::command]
@@ -159,7 +190,7 @@ pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatu
 #[tauri::command]
 pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<()> {
     let path = &state.paths.config;
-    let io = |e: std::io::Error| CommandError { code: "io".into(), message: format!("{}: {e}", path.display()) };
+    let io = |e: std::io::Error| CommandError::new(ErrorCode::Io, format!("{}: {e}", path.display()));
     if !path.exists() {
         let servers: Map<String, Value> = engine(&state)?
             .config()
@@ -181,6 +212,15 @@ pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<
     crate::os::open_path(&app, path)
 }
 
+/// Opens the log folder in the file manager, so a user can find the files to send. The folder is
+/// made when missing: the app may not have written there yet if its log could not be opened.
+#[tauri::command]
+pub fn open_log_folder(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<()> {
+    let dir = state.paths.log_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| CommandError::new(ErrorCode::Io, format!("{}: {e}", dir.display())))?;
+    crate::os::open_path(&app, &dir)
+}
+
 #[tauri::command]
 pub async fn list_tools(state: State<'_, AppState>, server: String) -> Result<Vec<ToolInfo>> {
     Ok(engine(&state)?.tools(&server).await?)
@@ -193,7 +233,9 @@ pub async fn run_tool(
     tool: String,
     arguments: Value,
 ) -> Result<TaskSummary> {
-    Ok((&engine(&state)?.run(&server, &tool, arguments).await?).into())
+    let task = engine(&state)?.run(&server, &tool, arguments).await?;
+    tracing::info!(task = %task.id, server = %server, tool = %tool, "run from the window");
+    Ok((&task).into())
 }
 
 /// Saves a task's result to a file the user picks, from the store rather than from what the page
@@ -205,7 +247,7 @@ pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id
 
     let task = engine(&state)?.get(&id)?;
     let Some(result) = task.result else {
-        return Err(CommandError { code: "no_result".into(), message: "this task has no result to export yet".into() });
+        return Err(CommandError::new(ErrorCode::NoResult, "this task has no result to export yet"));
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let mut dialog = app
@@ -223,10 +265,10 @@ pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id
         let _ = tx.send(picked);
     });
     let Some(picked) = rx.await.ok().flatten() else { return Ok(None) };
-    let path = picked.into_path().map_err(|e| CommandError { code: "io".into(), message: e.to_string() })?;
+    let path = picked.into_path().map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
     let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
     std::fs::write(&path, text + "\n")
-        .map_err(|e| CommandError { code: "io".into(), message: format!("could not write {}: {e}", path.display()) })?;
+        .map_err(|e| CommandError::new(ErrorCode::Io, format!("could not write {}: {e}", path.display())))?;
     Ok(Some(path.display().to_string()))
 }
 
@@ -247,7 +289,9 @@ fn export_file_name(tool: &str, id: &str) -> String {
 pub async fn rerun_task(state: State<'_, AppState>, id: String) -> Result<TaskSummary> {
     let engine = engine(&state)?;
     let old = engine.get(&id)?;
-    Ok((&engine.run(&old.server, &old.tool, old.arguments).await?).into())
+    let task = engine.run(&old.server, &old.tool, old.arguments).await?;
+    tracing::info!(task = %task.id, server = %task.server, tool = %task.tool, rerun_of = %old.id, "run again from the window");
+    Ok((&task).into())
 }
 
 #[tauri::command]
@@ -270,12 +314,16 @@ pub async fn answer_task(state: State<'_, AppState>, id: String, answer: AnswerP
         AnswerAction::Decline => AnswerInput::Decline,
         AnswerAction::Cancel => AnswerInput::Cancel,
     };
-    Ok((&engine(&state)?.answer(&id, input).await?).into())
+    let task = engine(&state)?.answer(&id, input).await?;
+    tracing::info!(task = %task.id, server = %task.server, action = ?answer.action, "answered from the window");
+    Ok((&task).into())
 }
 
 #[tauri::command]
 pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskSummary> {
-    Ok((&engine(&state)?.cancel(&id).await?).into())
+    let task = engine(&state)?.cancel(&id).await?;
+    tracing::info!(task = %task.id, server = %task.server, "cancelled from the window");
+    Ok((&task).into())
 }
 
 /// Opens a link in the system browser. The webview asks the user first and calls this only after
@@ -284,23 +332,22 @@ pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskS
 pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-        return Err(CommandError {
-            code: "invalid_url".into(),
-            message: format!("only web links can be opened: {url}"),
-        });
+        return Err(CommandError::new(ErrorCode::InvalidUrl, format!("only web links can be opened: {url}")));
     }
     crate::os::open_url(&app, &url)
 }
 
 /// Also moves the tray's check mark and tells every listener, so the two switches agree.
 #[tauri::command]
-pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) {
+pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) -> Result<()> {
     crate::notify::set_muted(&app, muted);
+    Ok(())
 }
 
 #[tauri::command]
-pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) {
+pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) -> Result<()> {
     lock(&state.ui).viewing_task = id;
+    Ok(())
 }
 
 /// Set (to anything) to have [`ui_ready`] print `ready` on stdout. `make bench-app` times start-up
@@ -310,13 +357,14 @@ pub const READY_MARK_ENV: &str = "TASKDECK_READY_MARK";
 /// The webview calls this once, when its first render with the tasks loaded has been painted: the
 /// moment a user sees the app rather than a blank window.
 #[tauri::command]
-pub fn ui_ready() {
+pub fn ui_ready() -> Result<()> {
     if std::env::var_os(READY_MARK_ENV).is_some() {
         use std::io::Write;
         // A desktop launch may have no stdout at all; the mark is not worth a failed command.
         let _ = writeln!(std::io::stdout().lock(), "ready");
     }
     release_startup_memory();
+    Ok(())
 }
 
 /// Loading the task list for that first render held the whole store in memory several times over
@@ -330,9 +378,6 @@ fn release_startup_memory() {
         unsafe { libc::malloc_trim(0) };
     });
 }
-
-/// Every command, for `build.rs` and the capability (kept in step by a test).
-pub const COMMANDS: &[&str] = &include!("command_names.in");
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@ mod cli;
 pub mod commands;
 pub mod notify;
 mod os;
+pub mod registry;
 pub mod rendering;
 #[cfg(test)]
 mod testing;
@@ -19,10 +20,12 @@ pub use cli::{Cli, Paths, PathsError};
 pub const MAIN_WINDOW: &str = "main";
 
 pub fn run(paths: Paths) -> tauri::Result<()> {
+    let log_guard = start_logging(&paths);
     let instance_id = single_instance_id(&paths);
     let window_state = window::state_plugin(&paths.data_dir);
     // Resumes pending tasks before the window exists, so the first paint already shows them.
-    let state = bridge::AppState::start(paths);
+    let mut state = bridge::AppState::start(paths);
+    state.log_guard = std::sync::Mutex::new(log_guard);
     let engine = state.engine.clone();
     tauri::Builder::default()
         // Registered first so a second launch exits before it builds anything of its own.
@@ -39,26 +42,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .manage(notify::Watch::default())
         .manage(window::Lifecycle::default())
         .on_window_event(window::on_window_event)
-        .invoke_handler(tauri::generate_handler![
-            commands::app_info,
-            commands::list_servers,
-            commands::restart_server,
-            commands::server_log,
-            commands::reload_config,
-            commands::edit_config,
-            commands::list_tools,
-            commands::run_tool,
-            commands::rerun_task,
-            commands::export_result,
-            commands::list_tasks,
-            commands::task_detail,
-            commands::answer_task,
-            commands::cancel_task,
-            commands::open_url,
-            commands::set_notifications_muted,
-            commands::set_viewing_task,
-            commands::ui_ready,
-        ])
+        .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
@@ -74,6 +58,35 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .build(tauri::generate_context!())?
         .run(window::on_run_event);
     Ok(())
+}
+
+/// The daily log file in the log folder (see `Paths::log_dir`), with the lines that say which build
+/// runs on which files: the first thing to read in a log a user sends. Without a writable folder the
+/// app still runs, and says so on stderr.
+fn start_logging(paths: &Paths) -> Option<taskdeck_engine::logs::WorkerGuard> {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let log_dir = paths.log_dir();
+    let (layer, guard) = match taskdeck_engine::logs::daily_file(&log_dir, "taskdeck") {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("taskdeck: no log file in {}: {e}", log_dir.display());
+            return None;
+        }
+    };
+    if tracing_subscriber::registry().with(layer).try_init().is_err() {
+        return None;
+    }
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        os = std::env::consts::OS,
+        data_dir = %paths.data_dir.display(),
+        config = %paths.config.display(),
+        log_dir = %log_dir.display(),
+        "taskdeck starting"
+    );
+    Some(guard)
 }
 
 pub(crate) fn focus_main(app: &tauri::AppHandle) {

@@ -100,6 +100,9 @@ fn begin_exit(app: &AppHandle) {
             engine.shutdown().await;
         }
         app.state::<Lifecycle>().stopped.store(true, Ordering::SeqCst);
+        tracing::info!("taskdeck exits");
+        let guard = app.state::<AppState>().log_guard.lock().unwrap_or_else(|p| p.into_inner()).take();
+        drop(guard);
         app.exit(0);
     });
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
 use taskdeck_engine::{
-    EngineEvent, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+    EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, TaskStatus};
@@ -25,6 +25,7 @@ fn rendered() -> Vec<(String, String)> {
     vec![
         render::<AppInfo>(&cfg),
         render::<CommandError>(&cfg),
+        render::<ErrorCode>(&cfg),
         render::<TaskDetail>(&cfg),
         render::<AnswerPayload>(&cfg),
         render::<AnswerAction>(&cfg),
@@ -51,6 +52,12 @@ fn rendered() -> Vec<(String, String)> {
     ]
 }
 
+/// The registry's `invoke` map, beside the types it names.
+fn rendered_commands() -> (String, String) {
+    let cfg = Config::new().with_large_int("number");
+    ("Commands.ts".to_owned(), taskdeck_app::registry::typescript(&cfg))
+}
+
 fn render<T: TS + 'static>(cfg: &Config) -> (String, String) {
     // Where ts-rs's own imports expect the file (`serde_json/JsonValue.ts`, for one).
     let file = T::output_path().map(|p| p.display().to_string()).unwrap_or_else(|| format!("{}.ts", T::name(cfg)));
@@ -62,7 +69,7 @@ fn typescript_bindings_match_the_rust_types() {
     let dir = bindings_dir();
     let update = std::env::var_os("TASKDECK_UPDATE_BINDINGS").is_some_and(|v| v != "0");
     let mut stale = Vec::new();
-    for (file, text) in rendered() {
+    for (file, text) in rendered().into_iter().chain([rendered_commands()]) {
         let path = dir.join(&file);
         if update {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -94,6 +101,6 @@ fn the_capability_grants_exactly_the_apps_commands() {
         .map(str::to_owned)
         .collect();
     let expected: Vec<String> =
-        taskdeck_app::commands::COMMANDS.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
+        taskdeck_app::registry::COMMANDS.iter().map(|c| format!("allow-{}", c.replace('_', "-"))).collect();
     assert_eq!(granted, expected);
 }

@@ -27,7 +27,7 @@ use crate::follow::{Follow, waiting};
 
 /// Not part of the interface: lets tests hold a dual-era server to the legacy era.
 const FORCE_ERA_ENV: &str = "TASKDECK_FORCE_ERA";
-const LOG_ENV: &str = "TASKDECK_LOG";
+use taskdeck_engine::logs::{LOG_ENV, WorkerGuard};
 
 fn main() -> ExitCode {
     restore_sigpipe();
@@ -39,7 +39,7 @@ fn main() -> ExitCode {
             return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
         }
     };
-    init_logging();
+    let _log_guard = init_logging(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -59,16 +59,32 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn init_logging() {
+/// Stderr as it always was (warnings only unless `TASKDECK_LOG` says otherwise), and a daily file in
+/// the log folder at info. The guard flushes the file when `main` returns.
+fn init_logging(cli: &Cli) -> Option<WorkerGuard> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
     let filter = tracing_subscriber::EnvFilter::try_from_env(LOG_ENV)
         // The client warns when a server's session closes, which is also every deliberate shutdown at
         // exit; the supervisor's own log already records unexpected ends.
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,taskdeck_client::session=error"));
-    tracing_subscriber::fmt()
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_env_filter(filter)
-        .init();
+        .with_filter(filter);
+    // Paths that do not resolve are reported by `dispatch`; there is no log folder to speak of then.
+    let log_dir = Paths::resolve(cli.config.clone(), cli.data_dir.clone()).ok().map(|p| p.log_dir());
+    // A log folder that cannot be written must not stop a command: stderr still says what matters.
+    let file = log_dir.as_deref().and_then(|dir| taskdeck_engine::logs::daily_file(dir, "taskdeck-cli").ok());
+    let (file, guard) = file.map_or((None, None), |(layer, guard)| (Some(layer), Some(guard)));
+    tracing_subscriber::registry().with(stderr).with(file).init();
+    // Which build wrote what follows; never the command line, whose `--args` may hold anything.
+    if let Some(dir) = &log_dir {
+        tracing::info!(version = env!("CARGO_PKG_VERSION"), log_dir = %dir.display(), "taskdeck-cli starting");
+    }
+    guard
 }
 
 async fn dispatch(cli: Cli) -> Result<u8> {

@@ -37,6 +37,22 @@ impl ClientError {
         }
     }
 
+    /// The server the failure concerns: every failure concerns one.
+    pub fn server(&self) -> &str {
+        match self {
+            ClientError::Spawn { server, .. }
+            | ClientError::ServerExited { server, .. }
+            | ClientError::Timeout { server, .. }
+            | ClientError::Rpc { server, .. }
+            | ClientError::InvalidResponse { server, .. }
+            | ClientError::Handshake { server, .. }
+            | ClientError::UnknownTool { server, .. }
+            | ClientError::Unsupported { server, .. }
+            | ClientError::NoSuchQuestion { server, .. }
+            | ClientError::TooLarge { server, .. } => server,
+        }
+    }
+
     /// True when the server process is gone: the caller should restart it, not retry the request.
     pub fn is_server_gone(&self) -> bool {
         matches!(self, ClientError::ServerExited { .. } | ClientError::Spawn { .. })

@@ -70,6 +70,27 @@ impl Paths {
     pub fn store_file(&self) -> PathBuf {
         self.data_dir.join(STORE_FILE)
     }
+
+    /// Where the logs go: with the default data directory, the platform's state folder
+    /// (`$XDG_STATE_HOME/taskdeck/logs`, `~/.local/state/taskdeck/logs`, on Linux; inside the data
+    /// directory where the platform has no such folder); `<data dir>/logs` beside one given by flag
+    /// or `TASKDECK_DATA_DIR` (a test's, a second profile's), so separate stores never share logs.
+    pub fn log_dir(&self) -> PathBuf {
+        self.log_dir_with(|k| std::env::var_os(k).map(PathBuf::from))
+    }
+
+    /// [`Paths::log_dir`] with the environment passed in.
+    pub fn log_dir_with(&self, env: impl Fn(&str) -> Option<PathBuf>) -> PathBuf {
+        let set = |k: &str| env(k).filter(|v| !v.as_os_str().is_empty());
+        let beside_data = self.data_dir.join("logs");
+        // What the data directory would have been had none been given: the one resolution decides.
+        let unset = |k: &str| if k == DATA_DIR_ENV { None } else { set(k) };
+        let default_data = Paths::resolve_with(Some(self.config.clone()), None, unset).ok().map(|p| p.data_dir);
+        if default_data.as_deref() != Some(self.data_dir.as_path()) {
+            return beside_data;
+        }
+        platform::state_home(&set).map_or(beside_data, |s| s.join(APP_DIR).join("logs"))
+    }
 }
 
 /// The folder Taskdeck's config and data live in, inside the platform's own.
@@ -91,6 +112,10 @@ mod platform {
         xdg(env, "XDG_DATA_HOME", ".local/share")
     }
 
+    pub(super) fn state_home(env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        xdg(env, "XDG_STATE_HOME", ".local/state")
+    }
+
     fn xdg(env: &impl Fn(&str) -> Option<PathBuf>, var: &str, home_suffix: &str) -> Option<PathBuf> {
         // The XDG spec says a relative value must be ignored, as if unset.
         env(var).filter(|p| p.is_absolute()).or_else(|| env("HOME").map(|h| h.join(home_suffix)))
@@ -109,6 +134,11 @@ mod platform {
 
     pub(super) fn data_home(_env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
         directories::BaseDirs::new().map(|d| d.data_dir().to_owned())
+    }
+
+    /// Neither has a per-user state folder of the XDG kind: logs stay inside the data directory.
+    pub(super) fn state_home(_env: &impl Fn(&str) -> Option<PathBuf>) -> Option<PathBuf> {
+        None
     }
 }
 
@@ -301,6 +331,21 @@ mod tests {
         assert_eq!(p.config, PathBuf::from("/f.json"));
         assert!(p.data_dir.is_absolute() && p.data_dir.ends_with("here"));
         assert!(matches!(Paths::resolve_with(None, None, env_of(&[])), Err(ConfigError::NoHome(_))));
+    }
+
+    #[test]
+    fn logs_go_to_the_state_dir_unless_the_data_dir_was_chosen() {
+        let env = env_of(&[("HOME", "/home/ada"), ("XDG_STATE_HOME", "/x/state")]);
+        let default = Paths::resolve_with(None, None, &env).unwrap();
+        assert_eq!(default.log_dir_with(&env), PathBuf::from("/x/state/taskdeck/logs"));
+        let home_only = env_of(&[("HOME", "/home/ada")]);
+        let p = Paths::resolve_with(None, None, &home_only).unwrap();
+        assert_eq!(p.log_dir_with(&home_only), PathBuf::from("/home/ada/.local/state/taskdeck/logs"));
+        let flag = Paths::resolve_with(None, Some("/d".into()), &env).unwrap();
+        assert_eq!(flag.log_dir_with(&env), PathBuf::from("/d/logs"));
+        let by_env = env_of(&[("HOME", "/home/ada"), ("XDG_STATE_HOME", "/x/state"), ("TASKDECK_DATA_DIR", "/e")]);
+        let p = Paths::resolve_with(None, None, &by_env).unwrap();
+        assert_eq!(p.log_dir_with(&by_env), PathBuf::from("/e/logs"));
     }
 
     #[test]

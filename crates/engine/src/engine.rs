@@ -215,7 +215,12 @@ impl Engine {
             let by_name = config
                 .servers
                 .iter()
-                .map(|spec| (spec.name.clone(), Server::new(spec.clone(), opts.session.clone(), router.clone())))
+                .map(|spec| {
+                    (
+                        spec.name.clone(),
+                        Server::new(spec.clone(), opts.session.clone(), router.clone(), Some(&paths.log_dir())),
+                    )
+                })
                 .collect();
             Inner {
                 store,
@@ -294,7 +299,12 @@ impl Engine {
                     old => {
                         let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
                         stopped.extend(old);
-                        let new = Server::new(spec.clone(), self.inner.opts.session.clone(), self.inner.router.clone());
+                        let new = Server::new(
+                            spec.clone(),
+                            self.inner.opts.session.clone(),
+                            self.inner.router.clone(),
+                            Some(&self.inner.paths.log_dir()),
+                        );
                         if was_running {
                             started.push(new.clone());
                         }

@@ -14,10 +14,11 @@ mod driver;
 mod engine;
 mod error;
 pub mod lock;
+pub mod logs;
 pub mod supervisor;
 mod validate;
 
 pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
-pub use error::{EngineError, Result};
+pub use error::{EngineError, ErrorCode, Result};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
 pub use taskdeck_store::{ListFilter, Mode, TaskError, TaskEvent, TaskRecord};

@@ -12,6 +12,7 @@ use taskdeck_protocol::Era;
 use tokio::sync::{Notify, watch};
 
 use crate::error::{EngineError, Result};
+use crate::logs::ServerLogFile;
 
 /// Failed starts in a row before a server is left `failed` until someone asks for it again.
 const MAX_START_FAILURES: u32 = 5;
@@ -82,6 +83,8 @@ pub(crate) struct Server {
     changed: watch::Sender<u64>,
     wake: Notify,
     log: Mutex<VecDeque<LogLine>>,
+    /// The same lines on disk, so the log outlives Taskdeck; `None` without a log folder.
+    log_file: Option<Mutex<ServerLogFile>>,
     router: Arc<dyn Router>,
 }
 
@@ -94,7 +97,14 @@ fn now() -> String {
 }
 
 impl Server {
-    pub fn new(spec: ServerSpec, opts: SessionOptions, router: Arc<dyn Router>) -> Arc<Server> {
+    pub fn new(
+        spec: ServerSpec,
+        opts: SessionOptions,
+        router: Arc<dyn Router>,
+        log_dir: Option<&std::path::Path>,
+    ) -> Arc<Server> {
+        let log_file = log_dir.map(|dir| ServerLogFile::new(dir, &spec.name));
+        let earlier = log_file.as_ref().map(|f| f.tail(LOG_LINES)).unwrap_or_default();
         Arc::new(Server {
             spec,
             opts,
@@ -107,7 +117,8 @@ impl Server {
             }),
             changed: watch::channel(0).0,
             wake: Notify::new(),
-            log: Mutex::new(VecDeque::new()),
+            log: Mutex::new(earlier.into()),
+            log_file: log_file.map(Mutex::new),
             router,
         })
     }
@@ -149,6 +160,9 @@ impl Server {
                 log.pop_front();
             }
             log.push_back(line.clone());
+        }
+        if let Some(file) = &self.log_file {
+            lock(file).append(&line);
         }
         self.router.server_log(&self.spec.name, line);
     }

@@ -1,18 +1,8 @@
 import { invoke, isTauri } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { inertText } from './text';
-import type {
-  AppInfo,
-  CommandError,
-  ElicitAnswer,
-  EngineBatch,
-  JsonValue,
-  LogLine,
-  ServerStatus,
-  TaskDetail,
-  TaskSummary,
-  ToolInfo,
-} from './types';
+import type { Commands } from './bindings/Commands';
+import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue } from './types';
 
 export type { AppInfo };
 
@@ -26,6 +16,20 @@ export function isIpcError(err: unknown): err is IpcError {
   return typeof err === 'object' && err !== null && typeof (err as IpcError).code === 'string';
 }
 
+/**
+ * Where an `invalid_arguments` or `invalid_answer` rejection points, as a form's dotted field path
+ * (`address.city`, `tags.2`): the engine names the value by JSON Pointer (`/address/city`). Null when
+ * the rejection names no value, or names the object as a whole.
+ */
+export function errorFieldPath(err: unknown): string | null {
+  if (!isIpcError(err) || !err.path) return null;
+  return err.path
+    .split('/')
+    .slice(1)
+    .map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .join('.');
+}
+
 /** A rejection as one line of inert text, whatever shape it arrived in. */
 export function errorText(err: unknown): string {
   if (isIpcError(err)) return inertText(err.message || err.code, 400);
@@ -33,27 +37,43 @@ export function errorText(err: unknown): string {
   return inertText(err, 400);
 }
 
-export const appInfo = () => invoke<AppInfo>('app_info');
-export const listServers = () => invoke<ServerStatus[]>('list_servers');
-export const restartServer = (name: string) => invoke<void>('restart_server', { name });
-export const serverLog = (name: string) => invoke<LogLine[]>('server_log', { name });
-export const reloadConfig = () => invoke<ServerStatus[]>('reload_config');
-export const editConfig = () => invoke<void>('edit_config');
-export const listTools = (server: string) => invoke<ToolInfo[]>('list_tools', { server });
-export const runTool = (server: string, tool: string, args: JsonValue) =>
-  invoke<TaskSummary>('run_tool', { server, tool, arguments: args });
-export const listTasks = () => invoke<TaskSummary[]>('list_tasks');
-export const taskDetail = (id: string) => invoke<TaskDetail>('task_detail', { id });
-export const answerTask = (id: string, answer: ElicitAnswer) => invoke<TaskSummary>('answer_task', { id, answer });
-export const cancelTask = (id: string) => invoke<TaskSummary>('cancel_task', { id });
-export const rerunTask = (id: string) => invoke<TaskSummary>('rerun_task', { id });
+type Command = keyof Commands;
+type Args<C extends Command> = Commands[C]['args'];
+
+/**
+ * Calls a command through the map generated from the registry (`src-tauri/src/registry.in`): a
+ * command that does not exist, a missing or mistyped argument, or a wrong response type fails
+ * svelte-check instead of failing at run time.
+ */
+export function call<C extends Command>(
+  command: C,
+  ...args: Record<string, never> extends Args<C> ? [] : [Args<C>]
+): Promise<Commands[C]['response']> {
+  return invoke<Commands[C]['response']>(command, args[0]);
+}
+
+export const appInfo = () => call('app_info');
+export const listServers = () => call('list_servers');
+export const restartServer = (name: string) => call('restart_server', { name });
+export const serverLog = (name: string) => call('server_log', { name });
+export const reloadConfig = () => call('reload_config');
+export const editConfig = () => call('edit_config');
+/** Opens the folder with the app's, the CLI's and each server's log files in the file manager. */
+export const openLogFolder = () => call('open_log_folder');
+export const listTools = (server: string) => call('list_tools', { server });
+export const runTool = (server: string, tool: string, args: JsonValue) => call('run_tool', { server, tool, arguments: args });
+export const listTasks = () => call('list_tasks');
+export const taskDetail = (id: string) => call('task_detail', { id });
+export const answerTask = (id: string, answer: ElicitAnswer) => call('answer_task', { id, answer });
+export const cancelTask = (id: string) => call('cancel_task', { id });
+export const rerunTask = (id: string) => call('rerun_task', { id });
 /** Asks where to save the task's result and writes it there; `null` when the user cancelled. */
-export const exportResult = (id: string) => invoke<string | null>('export_result', { id });
-export const openUrl = (url: string) => invoke<void>('open_url', { url });
-export const setNotificationsMuted = (muted: boolean) => invoke<void>('set_notifications_muted', { muted });
-export const setViewingTask = (id: string | null) => invoke<void>('set_viewing_task', { id });
+export const exportResult = (id: string) => call('export_result', { id });
+export const openUrl = (url: string) => call('open_url', { url });
+export const setNotificationsMuted = (muted: boolean) => call('set_notifications_muted', { muted });
+export const setViewingTask = (id: string | null) => call('set_viewing_task', { id });
 /** Says the first render with the tasks loaded is on screen (see `afterPaint`). */
-export const uiReady = () => invoke<void>('ui_ready');
+export const uiReady = () => call('ui_ready');
 
 export function onEngineBatch(handler: (batch: EngineBatch) => void): Promise<UnlistenFn> {
   return listen<EngineBatch>('engine-batch', (e) => handler(e.payload));

@@ -5,6 +5,10 @@
  */
 export type AppInfo = { version: string, config_path: string, data_dir: string, 
 /**
+ * Where the app's, the CLI's and each server's logs are written.
+ */
+log_dir: string, 
+/**
  * Whether the config file exists; without it the demo server is the embedded default.
  */
 config_exists: boolean, 

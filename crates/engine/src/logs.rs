@@ -1,0 +1,262 @@
+//! Logs a user can send: the `tracing` set-up the app and the CLI share (daily files in the log
+//! folder, see [`crate::config::Paths::log_dir`]), and each server's stderr in a file of its own, so
+//! "Show log" still has the last lines after a restart.
+//!
+//! Nothing secret goes in: no `env` values of a server, no arguments, answers or results. What a
+//! server writes to its stderr is its own business and is kept as written.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use tracing::Subscriber;
+use tracing_appender::rolling::{RollingFileAppender, Rotation};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::supervisor::LogLine;
+
+/// Flushes a log file's queued lines when dropped.
+pub use tracing_appender::non_blocking::WorkerGuard;
+
+/// The filter for the log files (and the CLI's stderr), in `EnvFilter` syntax.
+pub const LOG_ENV: &str = "TASKDECK_LOG";
+/// Taskdeck's own crates at info; the libraries under them (WebKit's glue, D-Bus, HTTP) only warn.
+pub const DEFAULT_FILTER: &str = "warn,taskdeck=info,taskdeck_app=info,taskdeck_cli=info,taskdeck_engine=info,\
+                                  taskdeck_client=info,taskdeck_store=info,taskdeck_protocol=info";
+/// Daily files kept per program: two weeks is enough to cover "it broke last week".
+const KEEP_FILES: usize = 14;
+
+/// `TASKDECK_LOG`, or [`DEFAULT_FILTER`] when it is unset or does not parse.
+pub fn file_filter() -> EnvFilter {
+    EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
+}
+
+/// A layer writing to `<dir>/<program>.<YYYY-MM-DD>.log`, a file a day, the last 14 kept. Writes go
+/// through a background thread, so a slow disk never holds a task; the guard flushes what is queued
+/// when dropped, so keep it for as long as the program logs.
+pub fn daily_file<S>(dir: &Path, program: &str) -> io::Result<(Box<dyn Layer<S> + Send + Sync>, WorkerGuard)>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    std::fs::create_dir_all(dir)?;
+    let appender = RollingFileAppender::builder()
+        .rotation(Rotation::DAILY)
+        .filename_prefix(program)
+        .filename_suffix("log")
+        .max_log_files(KEEP_FILES)
+        .build(dir)
+        .map_err(io::Error::other)?;
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let layer =
+        tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_filter(file_filter()).boxed();
+    Ok((layer, guard))
+}
+
+/// Past this a server's log file is moved aside to `<name>.log.1` (replacing the one before) and
+/// started afresh: a server that floods stderr costs at most twice this on disk.
+const SERVER_LOG_BYTES: u64 = 1024 * 1024;
+
+/// One server's stderr (and Taskdeck's notes about it) on disk, a line per [`LogLine`]:
+/// `<at>\t<source>\t<text>`.
+pub(crate) struct ServerLogFile {
+    path: PathBuf,
+    file: Option<File>,
+    size: u64,
+}
+
+impl ServerLogFile {
+    /// The file for `server` in `<log dir>/servers/`; nothing is created until the first line.
+    pub fn new(log_dir: &Path, server: &str) -> ServerLogFile {
+        ServerLogFile { path: log_dir.join("servers").join(file_name(server)), file: None, size: 0 }
+    }
+
+    /// The last `max` lines a previous run left, oldest first; empty when there is no file.
+    pub fn tail(&self, max: usize) -> Vec<LogLine> {
+        let mut lines: Vec<LogLine> = Vec::new();
+        for path in [self.rotated(), self.path.clone()] {
+            lines.extend(read_tail(&path).lines().filter_map(parse_line));
+        }
+        let skip = lines.len().saturating_sub(max);
+        lines.split_off(skip)
+    }
+
+    /// Appends a line. A full disk or an unwritable folder must not stop the server: the line is
+    /// still in memory, and the failure is logged once per opening.
+    pub fn append(&mut self, line: &LogLine) {
+        let text = format!("{}\t{}\t{}\n", line.at, line.source, line.text.replace(['\n', '\r'], " "));
+        if self.size + text.len() as u64 > SERVER_LOG_BYTES && self.size > 0 {
+            self.file = None;
+            if let Err(e) = std::fs::rename(&self.path, self.rotated()) {
+                tracing::debug!(path = %self.path.display(), "could not rotate the server log: {e}");
+            }
+            self.size = 0;
+        }
+        if self.file.is_none() {
+            match self.open() {
+                Ok((file, size)) => (self.file, self.size) = (Some(file), size),
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), "cannot write the server log: {e}");
+                    return;
+                }
+            }
+        }
+        if let Some(file) = &mut self.file {
+            match file.write_all(text.as_bytes()) {
+                Ok(()) => self.size += text.len() as u64,
+                Err(e) => {
+                    tracing::warn!(path = %self.path.display(), "cannot write the server log: {e}");
+                    self.file = None;
+                }
+            }
+        }
+    }
+
+    fn open(&self) -> io::Result<(File, u64)> {
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(&self.path)?;
+        let size = file.metadata()?.len();
+        Ok((file, size))
+    }
+
+    fn rotated(&self) -> PathBuf {
+        let mut name = self.path.clone().into_os_string();
+        name.push(".1");
+        PathBuf::from(name)
+    }
+}
+
+/// At most the last [`SERVER_LOG_BYTES`] of a file, from its first whole line.
+fn read_tail(path: &Path) -> String {
+    let Ok(mut file) = File::open(path) else { return String::new() };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(SERVER_LOG_BYTES);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    match (start, text.find('\n')) {
+        (0, _) => text,
+        (_, Some(i)) => text[i + 1..].to_owned(),
+        (_, None) => String::new(),
+    }
+}
+
+fn parse_line(line: &str) -> Option<LogLine> {
+    let mut parts = line.splitn(3, '\t');
+    let at = parts.next()?.to_owned();
+    let source = match parts.next()? {
+        "stderr" => "stderr",
+        "taskdeck" => "taskdeck",
+        _ => return None,
+    };
+    Some(LogLine { at, source, text: parts.next().unwrap_or_default().to_owned() })
+}
+
+/// A server's name is the config's key, anything at all: the file name keeps what a file system
+/// takes everywhere, and a hash of the whole name when that lost something, so two names never share
+/// a file.
+fn file_name(server: &str) -> String {
+    let safe: String = server
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .take(64)
+        .collect();
+    if safe == server && !safe.is_empty() {
+        format!("{safe}.log")
+    } else {
+        let hash =
+            server.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+        format!("{safe}-{hash:016x}.log")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(n: usize) -> LogLine {
+        LogLine {
+            at: format!("2026-12-01T08:00:{:02}.000Z", n % 60),
+            source: "stderr",
+            text: format!("line {n}\twith a tab"),
+        }
+    }
+
+    #[test]
+    fn the_daily_file_gets_taskdecks_info_lines_with_their_fields() {
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let dir = tempfile::tempdir().unwrap();
+        let (layer, guard) = daily_file(&dir.path().join("logs"), "taskdeck-test").unwrap();
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!(task = "t-1", server = "demo", "started");
+            tracing::debug!("not at the default level");
+        });
+        drop(guard);
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("logs")).unwrap().map(|f| f.unwrap().path()).collect();
+        assert_eq!(files.len(), 1);
+        let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(name.starts_with("taskdeck-test.") && name.ends_with(".log"), "{name}");
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        if std::env::var_os(LOG_ENV).is_none() {
+            assert!(!text.contains("not at the default level"), "{text}");
+        }
+        assert!(
+            text.contains("started") && text.contains("task=\"t-1\"") && text.contains("server=\"demo\""),
+            "{text}"
+        );
+        assert!(!text.contains('\x1b'), "no colour codes in a file: {text}");
+    }
+
+    #[test]
+    fn a_servers_lines_are_there_again_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = ServerLogFile::new(dir.path(), "demo");
+        assert!(file.tail(10).is_empty());
+        for n in 0..5 {
+            file.append(&line(n));
+        }
+        file.append(&LogLine { at: "t".into(), source: "taskdeck", text: "exited".into() });
+        let again = ServerLogFile::new(dir.path(), "demo");
+        let tail = again.tail(3);
+        assert_eq!(
+            tail.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+            ["line 3\twith a tab", "line 4\twith a tab", "exited"]
+        );
+        assert_eq!(tail[2].source, "taskdeck");
+    }
+
+    #[test]
+    fn a_flooding_server_costs_at_most_two_files_and_keeps_its_last_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = ServerLogFile::new(dir.path(), "loud");
+        let big = "x".repeat(10_000);
+        for n in 0..300 {
+            file.append(&LogLine { at: n.to_string(), source: "stderr", text: big.clone() });
+        }
+        let files: Vec<_> = std::fs::read_dir(dir.path().join("servers")).unwrap().collect();
+        assert_eq!(files.len(), 2);
+        let total: u64 = files.iter().map(|f| f.as_ref().unwrap().metadata().unwrap().len()).sum();
+        assert!(total <= 2 * SERVER_LOG_BYTES, "{total}");
+        let tail = ServerLogFile::new(dir.path(), "loud").tail(2000);
+        assert_eq!(tail.last().unwrap().at, "299");
+        assert!(tail.len() > 100);
+    }
+
+    #[test]
+    fn server_names_become_distinct_safe_file_names() {
+        assert_eq!(file_name("demo"), "demo.log");
+        let odd = file_name("../../etc/passwd");
+        assert!(odd.starts_with("______etc_passwd-") && !odd.contains('/'), "{odd}");
+        assert_ne!(file_name("a b"), file_name("a_b"));
+        assert_ne!(file_name(""), ".log");
+    }
+}
