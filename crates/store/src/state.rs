@@ -166,7 +166,10 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
                 && current.question.as_ref() == Some(question)
                 && *message == current.status_message;
             let event = (!repeated).then(|| {
-                (EventKind::Question, json!({ "key": question.key, "request": question.request, "message": message }))
+                (
+                    EventKind::Question,
+                    json!({ "key": question.key.to_text(), "request": question.request, "message": message }),
+                )
             });
             Plan { to: TaskStatus::InputRequired, event, derived_error: None }
         }
@@ -177,11 +180,11 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             if from != TaskStatus::InputRequired {
                 return Err(refuse(current, attempted, "the task is not waiting for input"));
             }
-            if pending.key != answer.key {
+            if pending.key.to_text() != answer.key {
                 return Err(refuse(
                     current,
                     attempted,
-                    format!("the pending question is {:?}, not {:?}", pending.key, answer.key),
+                    format!("the pending question is {:?}, not {:?}", pending.key.to_text(), answer.key),
                 ));
             }
             Plan {

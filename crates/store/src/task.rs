@@ -52,13 +52,21 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// A question the server is waiting on, kept whole so the form can be rebuilt after a restart:
-/// the legacy elicitation request or the modern `inputRequests` entry, under its key.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Question {
-    pub key: String,
-    pub request: Value,
+/// A question the server is waiting on, decoded by the client (see [`taskdeck_protocol::question`]).
+/// Kept whole, with the request as the server sent it, so the form can be rebuilt after a restart.
+pub use taskdeck_protocol::question::Question;
+
+/// The question a row holds. Its `question` column has held two shapes: the typed question as JSON
+/// (since questions were typed), and before that the bare request `{method, params}` beside the
+/// key in `question_key`. Both read through [`Question::decode`], so a store written by an older
+/// Taskdeck shows its pending questions as this one would.
+pub(crate) fn question_from_row(key: &str, column: Value) -> Result<Question, String> {
+    use taskdeck_protocol::question::{QuestionKey, QuestionRequest};
+    if column.get("asks").is_some() {
+        return serde_json::from_value(column).map_err(|e| e.to_string());
+    }
+    let request: QuestionRequest = serde_json::from_value(column).map_err(|e| format!("not a request: {e}"))?;
+    Ok(Question::decode(QuestionKey::from_text(key), None, request))
 }
 
 /// The answer given to the question with the same key.
