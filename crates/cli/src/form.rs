@@ -277,6 +277,21 @@ mod tests {
     }
 
     #[test]
+    fn several_choices_are_checked_against_their_bounds_and_sent_as_the_server_spelled_them() {
+        let schema = json!({"properties": {
+            "fish": {"type": "array", "minItems": 1, "maxItems": 2,
+                "items": {"anyOf": [{"const": "fish-1", "title": "Tuna"}, {"const": "fish-2"}, {"const": "fish-3"}]}},
+            "level": {"type": "integer", "enum": [1, 2]}
+        }});
+        let fields = FormModel::from_schema(&schema).fields().map(<[Field]>::to_vec).unwrap();
+        let (fish, level) = (&fields[0], &fields[1]);
+        assert_eq!(parse(fish, "1,fish-2"), Ok(Some(json!(["fish-1", "fish-2"]))));
+        assert_eq!(parse(fish, "1,2,3"), Err("choose at most 2".into()));
+        assert_eq!(parse(level, "2"), Ok(Some(json!(2))), "a number option is sent as a number");
+        assert!(describe(fish).starts_with("fish: any of (comma-separated): fish-1 (Tuna), fish-2, fish-3"));
+    }
+
+    #[test]
     fn the_example_names_every_required_field() {
         let example: Value = serde_json::from_str(&form().example()).unwrap();
         assert_eq!(example, json!({"service": "checkout", "n": 1}));
