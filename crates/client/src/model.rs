@@ -168,3 +168,48 @@ pub struct ServerInfo {
     /// Whether tools can run as tasks on this server at all.
     pub tasks: bool,
 }
+
+#[cfg(test)]
+mod question_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot(input_requests: Value) -> Result<TaskSnapshot, String> {
+        let task: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t1", "status": "input_required", "createdAt": "2026-12-01T08:00:00Z",
+            "lastUpdatedAt": "2026-12-01T08:00:01Z", "ttlMs": null, "inputRequests": input_requests
+        }))
+        .unwrap();
+        TaskSnapshot::from_modern(task)
+    }
+
+    #[test]
+    fn every_kind_of_modern_input_request_is_decoded_into_a_question_of_its_task() {
+        let s = snapshot(json!({
+            "form": {"method": "elicitation/create", "params": {"mode": "form", "message": "Which?",
+                "requestedSchema": {"type": "object", "properties": {"a": {"type": "boolean"}}}}},
+            "visit": {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
+                "url": "https://auth.example/x", "elicitationId": "e1"}},
+            "llm": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}},
+            "roots": {"method": "roots/list"},
+            "broken": {"method": "elicitation/create", "params": {"message": "no schema"}},
+            "odd": {"method": "tea/brew", "params": {}}
+        }))
+        .unwrap();
+        let by_key =
+            |k: &str| s.questions.iter().find(|q| q.key == QuestionKey::InputKey(k.into())).map(|q| &q.asks).unwrap();
+        assert!(s.questions.iter().all(|q| q.task_id.as_deref() == Some("t1")));
+        assert!(matches!(by_key("form"), Asks::Form { form, .. } if form.fields().is_some_and(|f| f.len() == 1)));
+        assert_eq!(by_key("visit"), &Asks::Url { url: "https://auth.example/x".into(), elicitation_id: "e1".into() });
+        assert_eq!(by_key("llm"), &Asks::Sampling);
+        assert_eq!(by_key("roots"), &Asks::Roots);
+        assert!(matches!(by_key("broken"), Asks::Malformed { .. }));
+        assert!(matches!(by_key("odd"), Asks::Unsupported { .. }));
+    }
+
+    #[test]
+    fn an_input_request_that_is_not_a_request_makes_the_snapshot_malformed() {
+        let err = snapshot(json!({"k": {"params": {}}})).unwrap_err();
+        assert!(err.contains("input request \"k\""), "{err}");
+    }
+}
