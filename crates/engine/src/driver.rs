@@ -358,7 +358,7 @@ pub(crate) fn apply_snapshot(inner: &Inner, rec: &TaskRecord, s: &TaskSnapshot, 
                     let pid = inner.server(&rec.server).and_then(|sv| sv.current_session()).and_then(|ss| ss.pid());
                     lock(&inner.live).questions.insert(id.clone(), LiveQuestion { key: q.key.clone(), pid });
                     let message = s.status_message.clone().or_else(|| q.message.clone());
-                    inner.apply_quietly(id, Update::Question { question: q.clone(), message });
+                    inner.apply_quietly(id, Update::Question { question: Box::new(q.clone()), message });
                 }
                 _ => {
                     // The question itself arrives as a request (legacy); keep the one we have.

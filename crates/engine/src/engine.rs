@@ -736,7 +736,7 @@ impl Inner {
         let pid = self.server(server).and_then(|s| s.current_session()).and_then(|s| s.pid());
         lock(&self.live).questions.insert(id.to_owned(), LiveQuestion { key: q.key.clone(), pid });
         let message = q.message.clone();
-        self.apply_quietly(id, Update::Question { question: q, message });
+        self.apply_quietly(id, Update::Question { question: Box::new(q), message });
     }
 
     fn local_for_remote(&self, server: &str, remote: &str) -> Option<String> {

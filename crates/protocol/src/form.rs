@@ -314,7 +314,7 @@ mod tests {
                 "when": {"type": "string", "format": "date-time"},
                 "code": {"type": "string", "format": "hostname", "minLength": 2, "maxLength": 8},
                 "integer": {"title": "Integer", "type": "integer", "minimum": 1, "maximum": 100, "default": 42},
-                "number": {"type": "number", "minimum": 0, "maximum": 1000, "default": 3.14},
+                "number": {"type": "number", "minimum": 0, "maximum": 1000, "default": 2.5},
                 "untitled": {"type": "string", "enum": ["Monica", "Rachel"], "default": "Monica"},
                 "instruments": {"type": "array", "minItems": 1, "maxItems": 3,
                     "items": {"type": "string", "enum": ["Guitar", "Piano"]}, "default": ["Guitar"]},

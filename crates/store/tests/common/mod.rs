@@ -56,7 +56,7 @@ pub fn every_update() -> Vec<Update> {
         Update::Status { status: TaskStatus::InputRequired, message: None, server_status: None },
         Update::Status { status: TaskStatus::Completed, message: None, server_status: None },
         Update::Progress(Progress { progress: 1.0, total: Some(3.0), message: None }),
-        Update::Question { question: question("q1"), message: None },
+        Update::Question { question: Box::new(question("q1")), message: None },
         Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "accept" }) }),
         Update::Completed { result: ok_result(), server_status: Some("completed".into()) },
         Update::Failed {
@@ -72,7 +72,9 @@ pub fn task_in(store: &Store, key: &str, status: TaskStatus) -> TaskRecord {
     let task = store.create_task(new_task(key)).unwrap();
     let update = match status {
         TaskStatus::Working => return task,
-        TaskStatus::InputRequired => Update::Question { question: question("q1"), message: Some("Continue?".into()) },
+        TaskStatus::InputRequired => {
+            Update::Question { question: Box::new(question("q1")), message: Some("Continue?".into()) }
+        }
         TaskStatus::Completed => Update::Completed { result: ok_result(), server_status: Some("completed".into()) },
         TaskStatus::Failed => Update::Failed {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: Some("server error".into()) },
