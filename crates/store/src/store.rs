@@ -490,8 +490,8 @@ impl RawTask {
             serde_json::from_str(text).map_err(|e| corrupt(column, e.to_string()))
         };
         let question = match (self.question_key, self.question) {
-            (Some(key), Some(q)) => {
-                Some(crate::task::question_from_row(&key, json("question", &q)?).map_err(|e| corrupt("question", e))?)
+            (Some(_), Some(q)) => {
+                Some(serde_json::from_value(json("question", &q)?).map_err(|e| corrupt("question", e.to_string()))?)
             }
             (None, None) => None,
             _ => return Err(corrupt("question", "question and question_key must be set together".into())),

@@ -53,21 +53,10 @@ pub struct Progress {
 }
 
 /// A question the server is waiting on, decoded by the client (see [`taskdeck_protocol::question`]).
-/// Kept whole, with the request as the server sent it, so the form can be rebuilt after a restart.
+/// Kept whole, with the request as the server sent it, so the form can be rebuilt after a restart;
+/// it reads back through the same decoding (rows of the shape before questions were typed are
+/// rewritten by the `typed_questions` migration).
 pub use taskdeck_protocol::question::Question;
-
-/// The question a row holds. Its `question` column has held two shapes: the typed question as JSON
-/// (since questions were typed), and before that the bare request `{method, params}` beside the
-/// key in `question_key`. Both read through [`Question::decode`], so a store written by an older
-/// Taskdeck shows its pending questions as this one would.
-pub(crate) fn question_from_row(key: &str, column: Value) -> Result<Question, String> {
-    use taskdeck_protocol::question::{QuestionKey, QuestionRequest};
-    if column.get("asks").is_some() {
-        return serde_json::from_value(column).map_err(|e| e.to_string());
-    }
-    let request: QuestionRequest = serde_json::from_value(column).map_err(|e| format!("not a request: {e}"))?;
-    Ok(Question::decode(QuestionKey::from_text(key), None, request))
-}
 
 /// The answer given to the question with the same key.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

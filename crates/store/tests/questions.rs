@@ -1,5 +1,6 @@
-//! Questions as the store keeps them: typed, and still readable from rows an older Taskdeck wrote
-//! (the bare request in `question`, its key beside it in `question_key`).
+//! Questions as the store keeps them: typed, and still readable from files an older Taskdeck wrote
+//! (the bare request in `question`, its key beside it in `question_key`), which the
+//! `typed_questions` migration rewraps.
 
 mod common;
 
@@ -9,21 +10,33 @@ use taskdeck_protocol::form::{FieldKind, FormModel};
 use taskdeck_protocol::question::{Asks, QuestionKey};
 use taskdeck_store::{Answer, Store, StoreError, TaskStatus, Update};
 
-/// Rewrites a pending question's row the way the code before typed questions wrote it.
-fn write_old_shape(path: &std::path::Path, id: &str, key: &str, request: serde_json::Value) {
-    let n = raw(path)
-        .execute(
-            "UPDATE tasks SET question_key = ?2, question = ?3 WHERE id = ?1",
-            rusqlite::params![id, key, request.to_string()],
+/// A store file as the Taskdeck before typed questions left it: its one migration applied, and
+/// one pending task per `(remote task id, question key, question cell)`, written the old way (the
+/// bare request in `question`, its key beside it).
+fn old_store(path: &std::path::Path, rows: &[(Option<&str>, &str, &str)]) -> Vec<String> {
+    let conn = raw(path);
+    conn.execute_batch(include_str!("../src/migrations/20261130091500_init.sql")).unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    let mut ids = Vec::new();
+    for (i, (remote, key, question)) in rows.iter().enumerate() {
+        let id = format!("0000000{i}-old");
+        conn.execute(
+            "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status,
+                 question_key, question, created_at, updated_at)
+             VALUES (?1, 'demo', 'diagnose_incident', '{}', ?1, 'task', 'modern', ?2, 'input_required', ?3, ?4,
+                 '2026-11-30T09:15:00.000Z', '2026-11-30T09:15:01.000Z')",
+            rusqlite::params![id, remote, key, question],
         )
         .unwrap();
-    assert_eq!(n, 1);
+        ids.push(id);
+    }
+    ids
 }
 
 #[test]
 fn a_question_written_before_questions_were_typed_reads_as_its_form_and_can_be_answered() {
-    let f = fixture();
-    let task = task_in(&f.store, "old", TaskStatus::InputRequired);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("taskdeck.sqlite3");
     let old_key = r#"{"kind":"input_key","value":"service"}"#;
     let request = json!({
         "method": "elicitation/create",
@@ -34,13 +47,12 @@ fn a_question_written_before_questions_were_typed_reads_as_its_form_and_can_be_a
             }, "required": ["service"]}
         }
     });
-    let Fixture { dir, path, store } = f;
-    drop(store);
-    write_old_shape(&path, &task.id, old_key, request.clone());
+    let ids = old_store(&path, &[(Some("remote-1"), old_key, &request.to_string())]);
 
     let store = Store::open(&path).unwrap();
-    let q = store.get(&task.id).unwrap().question.expect("the old question is still pending");
+    let q = store.get(&ids[0]).unwrap().question.expect("the old question is still pending");
     assert_eq!(q.key, QuestionKey::InputKey("service".into()));
+    assert_eq!(q.task_id.as_deref(), Some("remote-1"), "the question belongs to the row's remote task");
     assert_eq!(q.message.as_deref(), Some("Which service?"));
     assert_eq!(serde_json::to_value(&q.request).unwrap(), request);
     let Asks::Form { form: FormModel::Ready { fields }, .. } = &q.asks else { panic!("expected a form: {q:?}") };
@@ -51,62 +63,63 @@ fn a_question_written_before_questions_were_typed_reads_as_its_form_and_can_be_a
 
     // Answered under the key the old code would have used.
     let rec = store
-        .apply(&task.id, Update::Answer(Answer { key: old_key.into(), response: json!({"action": "decline"}) }))
+        .apply(&ids[0], Update::Answer(Answer { key: old_key.into(), response: json!({"action": "decline"}) }))
         .unwrap();
     assert_eq!(rec.status, TaskStatus::Working);
-    drop(dir);
 }
 
 #[test]
-fn an_old_legacy_question_and_an_old_url_question_keep_their_keys_and_what_they_ask() {
-    let f = fixture();
-    let legacy = task_in(&f.store, "legacy", TaskStatus::InputRequired);
-    let url = task_in(&f.store, "url", TaskStatus::InputRequired);
-    let Fixture { dir, path, store } = f;
-    drop(store);
-    write_old_shape(
+fn old_legacy_url_and_unknown_questions_keep_their_keys_and_what_they_ask() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("taskdeck.sqlite3");
+    let legacy = json!({"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {}}});
+    let url = json!({"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
+        "url": "https://auth.example/x", "elicitationId": "e1"}});
+    let odd = json!({"method": "tea/brew", "params": {"message": "Milk?"}});
+    let ids = old_store(
         &path,
-        &legacy.id,
-        r#"{"kind":"request","value":"task-t:2-0"}"#,
-        json!({"method": "elicitation/create", "params": {"message": "m", "requestedSchema": {}}}),
-    );
-    write_old_shape(
-        &path,
-        &url.id,
-        r#"{"kind":"request","value":4}"#,
-        json!({"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
-            "url": "https://auth.example/x", "elicitationId": "e1"}}),
+        &[
+            (Some("t"), r#"{"kind":"request","value":"task-t:2-0"}"#, &legacy.to_string()),
+            (None, r#"{"kind":"request","value":4}"#, &url.to_string()),
+            (None, "k", &odd.to_string()),
+        ],
     );
 
     let store = Store::open(&path).unwrap();
-    let q = store.get(&legacy.id).unwrap().question.unwrap();
+    let q = store.get(&ids[0]).unwrap().question.unwrap();
     assert_eq!(q.key, QuestionKey::Request("task-t:2-0".into()));
     assert_eq!(q.form(), Some(&FormModel::Ready { fields: vec![] }));
-    let q = store.get(&url.id).unwrap().question.unwrap();
+    let q = store.get(&ids[1]).unwrap().question.unwrap();
+    assert_eq!((q.key, q.task_id), (QuestionKey::Request(4.into()), None));
     assert_eq!(q.asks, Asks::Url { url: "https://auth.example/x".into(), elicitation_id: "e1".into() });
-    drop(dir);
+    let q = store.get(&ids[2]).unwrap().question.unwrap();
+    assert!(matches!(q.asks, Asks::Unsupported { .. }), "{q:?}");
+    assert_eq!(q.message.as_deref(), Some("Milk?"));
 }
 
 #[test]
-fn an_old_question_that_is_not_an_elicitation_is_read_as_unsupported_not_refused() {
-    let f = fixture();
-    let task = task_in(&f.store, "odd", TaskStatus::InputRequired);
-    let Fixture { dir, path, store } = f;
-    drop(store);
-    write_old_shape(&path, &task.id, "k", json!({"method": "tea/brew", "params": {"message": "Milk?"}}));
+fn an_old_question_cell_that_is_not_json_stays_as_it_was_and_reads_as_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("taskdeck.sqlite3");
+    let ids = old_store(&path, &[(None, "k", "{not json")]);
+    let store = Store::open(&path).expect("one bad cell does not keep the file from opening");
+    let err = store.get(&ids[0]).unwrap_err();
+    assert!(matches!(err, StoreError::Corrupt { column: "question", .. }), "{err:?}");
+    let cell: String = raw(&path).query_row("SELECT question FROM tasks", [], |r| r.get(0)).unwrap();
+    assert_eq!(cell, "{not json");
+}
 
-    let store = Store::open(&path).unwrap();
-    let q = store.get(&task.id).unwrap().question.unwrap();
-    assert!(matches!(q.asks, Asks::Unsupported { .. }), "{q:?}");
-    assert_eq!(q.message.as_deref(), Some("Milk?"));
-    drop(dir);
+/// Writes a cell of a migrated store by hand.
+fn write_cell(path: &std::path::Path, id: &str, question: &str) {
+    let n = raw(path).execute("UPDATE tasks SET question = ?2 WHERE id = ?1", rusqlite::params![id, question]).unwrap();
+    assert_eq!(n, 1);
 }
 
 #[test]
 fn a_question_cell_that_is_no_request_at_all_is_a_typed_corruption_error() {
     let f = fixture();
     let task = task_in(&f.store, "bad", TaskStatus::InputRequired);
-    write_old_shape(&f.path, &task.id, "k", json!([1, 2]));
+    write_cell(&f.path, &task.id, "[1, 2]");
     let err = f.store.get(&task.id).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { column: "question", .. }), "{err:?}");
 }
