@@ -33,7 +33,7 @@ pub struct NotificationsMuted {
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     status: TaskStatus,
-    question: Option<String>,
+    question: Option<taskdeck_protocol::question::QuestionKey>,
 }
 
 impl Seen {
@@ -166,9 +166,8 @@ impl Alert {
             ),
             TaskStatus::InputRequired => {
                 let question = task.question.as_ref()?;
-                // The engine stores the server's request whole: `{method, params: {message, ...}}`.
-                let message = question.request.pointer("/params/message").and_then(|m| m.as_str());
-                ("Needs your input", message.unwrap_or("The task has a question for you").to_owned())
+                let message = question.message.clone();
+                ("Needs your input", message.unwrap_or_else(|| "The task has a question for you".into()))
             }
             TaskStatus::Working | TaskStatus::Cancelled => return None,
         };

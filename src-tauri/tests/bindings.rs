@@ -9,6 +9,8 @@ use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError,
 use taskdeck_engine::{
     EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
+use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
+use taskdeck_protocol::question::{Asks, QuestionRequest};
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, TaskStatus};
 use taskdeck_store::{Answer, EventKind, Progress, Question};
@@ -39,6 +41,13 @@ fn rendered() -> Vec<(String, String)> {
         render::<TaskError>(&cfg),
         render::<Progress>(&cfg),
         render::<Question>(&cfg),
+        render::<QuestionRequest>(&cfg),
+        render::<Asks>(&cfg),
+        render::<FormModel>(&cfg),
+        render::<Field>(&cfg),
+        render::<FieldKind>(&cfg),
+        render::<Choice>(&cfg),
+        render::<TextFormat>(&cfg),
         render::<Answer>(&cfg),
         render::<Mode>(&cfg),
         render::<TaskStatus>(&cfg),

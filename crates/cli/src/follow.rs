@@ -9,6 +9,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 use taskdeck_engine::{AnswerInput, Engine, EngineError, EngineEvent, TaskRecord};
 use taskdeck_protocol::TaskStatus;
+use taskdeck_protocol::form::FormModel;
+use taskdeck_protocol::question::Asks;
 use tokio::sync::broadcast;
 
 use crate::error::{CliError, EXIT_CANCELLED, EXIT_USAGE, EXIT_WAITING, Result, exit_for};
@@ -169,14 +171,31 @@ impl Follow<'_> {
                 form.example()
             }
             None => {
-                let q = rec.question.as_ref().map(|q| q.request.to_string()).unwrap_or_default();
-                text.push_str(&format!("{} asks: {q}\n", rec.server));
+                // Nothing a terminal can ask: what the server sent, and why there is no form.
+                let q = rec.question.as_ref();
+                let request = q.and_then(|q| serde_json::to_string(&q.request).ok()).unwrap_or_default();
+                text.push_str(&format!("{} asks: {request}\n", rec.server));
+                if let Some(why) = q.and_then(|q| no_form_reason(&q.asks)) {
+                    text.push_str(&format!("  ({why})\n"));
+                }
                 "{}".into()
             }
         };
         let cmd = format!("taskdeck-cli{} answer {}", self.invocation, rec.id);
         text.push_str(&format!("answer with: {cmd} --json '{example}'\n    or: {cmd} --decline\n"));
         eprint!("{text}");
+    }
+}
+
+/// Why a question has no form here, said once beside the raw request.
+fn no_form_reason(asks: &Asks) -> Option<String> {
+    match asks {
+        Asks::Form { form: FormModel::Unsupported { reason }, .. } => {
+            Some(format!("Taskdeck cannot build a form for this question: {reason}"))
+        }
+        Asks::Malformed { reason } | Asks::Unsupported { reason } => Some(reason.clone()),
+        Asks::Sampling | Asks::Roots => Some("Taskdeck does not answer this kind of question yet".into()),
+        Asks::Form { .. } | Asks::Url { .. } => None,
     }
 }
 

@@ -1,39 +1,13 @@
 //! A server's question as a terminal form: described for the "how to answer" hint, and asked field
-//! by field when a person is at the keyboard.
+//! by field when a person is at the keyboard. The fields are the client's reading of the schema
+//! ([`taskdeck_protocol::form`]), the same the desktop UI renders.
 
 use std::io::{BufRead, Write};
 
 use serde_json::{Map, Value, json};
 use taskdeck_engine::{AnswerInput, TaskRecord};
-use taskdeck_protocol::elicitation::{ElicitMode, ElicitRequestParams};
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Kind {
-    Text {
-        min_len: Option<u64>,
-        max_len: Option<u64>,
-    },
-    Number {
-        integer: bool,
-        min: Option<f64>,
-        max: Option<f64>,
-    },
-    Boolean,
-    /// `(value, title)`; from `enum` (with optional `enumNames`) or `oneOf`/`anyOf` of `const`s.
-    Choice(Vec<(String, Option<String>)>),
-    /// An array of choices: several may be picked.
-    Multi(Vec<(String, Option<String>)>),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Field {
-    pub name: String,
-    pub title: Option<String>,
-    pub description: Option<String>,
-    pub kind: Kind,
-    pub required: bool,
-    pub default: Option<Value>,
-}
+use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel};
+use taskdeck_protocol::question::Asks;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Form {
@@ -45,15 +19,16 @@ pub struct Form {
 }
 
 impl Form {
+    /// The form for the task's question: `None` when it is not one a terminal can ask (not an
+    /// elicitation, malformed, or a schema a form cannot express).
     pub fn of(task: &TaskRecord) -> Option<Form> {
         let q = task.question.as_ref()?;
-        let params = q.request.get("params")?;
-        let parsed: ElicitRequestParams = serde_json::from_value(params.clone()).ok()?;
-        let (fields, url) = match parsed.mode {
-            ElicitMode::Form { requested_schema } => (fields_of(&requested_schema), None),
-            ElicitMode::Url { url, .. } => (Vec::new(), Some(url)),
+        let (fields, url) = match &q.asks {
+            Asks::Form { form: FormModel::Ready { fields }, .. } => (fields.clone(), None),
+            Asks::Url { url, .. } => (Vec::new(), Some(url.clone())),
+            _ => return None,
         };
-        Some(Form { server: task.server.clone(), message: parsed.message, fields, url })
+        Some(Form { server: task.server.clone(), message: q.message.clone().unwrap_or_default(), fields, url })
     }
 
     /// The question for a reader: the server's message, then one line per field.
@@ -63,7 +38,7 @@ impl Form {
             out.push_str(&format!("  open {url} to answer\n"));
         }
         for f in &self.fields {
-            out.push_str(&format!("  {}\n", f.describe()));
+            out.push_str(&format!("  {}\n", describe(f)));
         }
         out
     }
@@ -73,11 +48,13 @@ impl Form {
         let mut m = Map::new();
         for f in self.fields.iter().filter(|f| f.required) {
             let v = match &f.kind {
-                Kind::Choice(c) => json!(c.first().map(|c| c.0.clone()).unwrap_or_default()),
-                Kind::Multi(c) => json!(c.first().map(|c| vec![c.0.clone()]).unwrap_or_default()),
-                Kind::Boolean => f.default.clone().unwrap_or(json!(true)),
-                Kind::Number { min, .. } => f.default.clone().unwrap_or(json!(min.unwrap_or(0.0) as i64)),
-                Kind::Text { .. } => f.default.clone().unwrap_or(json!("...")),
+                FieldKind::Choice { options } => options.first().map(|c| c.value.clone()).unwrap_or(json!("")),
+                FieldKind::Multi { options, .. } => {
+                    json!(options.first().map(|c| vec![c.value.clone()]).unwrap_or_default())
+                }
+                FieldKind::Boolean => f.default.clone().unwrap_or(json!(true)),
+                FieldKind::Number { minimum, .. } => f.default.clone().unwrap_or(json!(minimum.unwrap_or(0.0) as i64)),
+                FieldKind::Text { .. } => f.default.clone().unwrap_or(json!("...")),
             };
             m.insert(f.name.clone(), v);
         }
@@ -85,158 +62,118 @@ impl Form {
     }
 }
 
-fn fields_of(schema: &Value) -> Vec<Field> {
-    let required: Vec<&str> =
-        schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else { return Vec::new() };
-    props
+fn label(f: &Field) -> String {
+    match &f.title {
+        Some(t) => format!("{t} ({})", f.name),
+        None => f.name.clone(),
+    }
+}
+
+fn list(options: &[Choice]) -> String {
+    options
         .iter()
-        .map(|(name, p)| {
-            let s = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
-            let n = |k: &str| p.get(k).and_then(Value::as_f64);
-            let u = |k: &str| p.get(k).and_then(Value::as_u64);
-            let kind = match p.get("type").and_then(Value::as_str) {
-                Some("boolean") => Kind::Boolean,
-                Some("number") => Kind::Number { integer: false, min: n("minimum"), max: n("maximum") },
-                Some("integer") => Kind::Number { integer: true, min: n("minimum"), max: n("maximum") },
-                Some("array") => Kind::Multi(p.get("items").map(choices).unwrap_or_default()),
-                _ => match choices(p) {
-                    c if !c.is_empty() => Kind::Choice(c),
-                    _ => Kind::Text { min_len: u("minLength"), max_len: u("maxLength") },
-                },
-            };
-            Field {
-                name: name.clone(),
-                title: s("title"),
-                description: s("description"),
-                kind,
-                required: required.contains(&name.as_str()),
-                default: p.get("default").cloned(),
-            }
+        .map(|c| match &c.label {
+            Some(t) => format!("{} ({t})", c.value_text()),
+            None => c.value_text(),
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-fn choices(p: &Value) -> Vec<(String, Option<String>)> {
-    if let Some(values) = p.get("enum").and_then(Value::as_array) {
-        let names = p.get("enumNames").and_then(Value::as_array);
-        return values
-            .iter()
-            .enumerate()
-            .filter_map(|(i, v)| {
-                let title = names.and_then(|n| n.get(i)).and_then(Value::as_str).map(str::to_owned);
-                Some((v.as_str()?.to_owned(), title))
-            })
-            .collect();
+fn type_text(f: &Field) -> String {
+    match &f.kind {
+        FieldKind::Text { .. } => "text".into(),
+        FieldKind::Number { integer: true, .. } => "integer".into(),
+        FieldKind::Number { .. } => "number".into(),
+        FieldKind::Boolean => "yes/no".into(),
+        FieldKind::Choice { options } => format!("one of: {}", list(options)),
+        FieldKind::Multi { options, .. } => format!("any of (comma-separated): {}", list(options)),
     }
-    let listed = p.get("oneOf").or_else(|| p.get("anyOf")).and_then(Value::as_array);
-    listed
-        .into_iter()
-        .flatten()
-        .filter_map(|o| {
-            let value = o.get("const")?.as_str()?.to_owned();
-            Some((value, o.get("title").and_then(Value::as_str).map(str::to_owned)))
-        })
-        .collect()
 }
 
-impl Field {
-    fn label(&self) -> String {
-        match &self.title {
-            Some(t) => format!("{t} ({})", self.name),
-            None => self.name.clone(),
-        }
+/// One line for the "how to answer" hint.
+pub fn describe(f: &Field) -> String {
+    let mut s = format!("{}: {}", f.name, type_text(f));
+    s.push_str(if f.required { ", required" } else { ", optional" });
+    if let Some(d) = &f.default {
+        s.push_str(&format!(", default {d}"));
     }
+    if let Some(d) = f.description.as_ref().or(f.title.as_ref()) {
+        s.push_str(&format!(" — {d}"));
+    }
+    s
+}
 
-    fn type_text(&self) -> String {
-        let list = |c: &[(String, Option<String>)]| {
-            c.iter()
-                .map(|(v, t)| match t {
-                    Some(t) => format!("{v} ({t})"),
-                    None => v.clone(),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
+/// Reads one typed answer. `Ok(None)`: leave the field out.
+pub fn parse(f: &Field, input: &str) -> Result<Option<Value>, String> {
+    let input = input.trim();
+    if input.is_empty() {
+        return match (&f.default, f.required) {
+            (Some(d), _) => Ok(Some(d.clone())),
+            (None, true) => Err("required".into()),
+            (None, false) => Ok(None),
         };
-        match &self.kind {
-            Kind::Text { .. } => "text".into(),
-            Kind::Number { integer: true, .. } => "integer".into(),
-            Kind::Number { .. } => "number".into(),
-            Kind::Boolean => "yes/no".into(),
-            Kind::Choice(c) => format!("one of: {}", list(c)),
-            Kind::Multi(c) => format!("any of (comma-separated): {}", list(c)),
-        }
     }
-
-    pub fn describe(&self) -> String {
-        let mut s = format!("{}: {}", self.name, self.type_text());
-        s.push_str(if self.required { ", required" } else { ", optional" });
-        if let Some(d) = &self.default {
-            s.push_str(&format!(", default {d}"));
-        }
-        if let Some(d) = self.description.as_ref().or(self.title.as_ref()) {
-            s.push_str(&format!(" — {d}"));
-        }
-        s
-    }
-
-    /// Reads one typed answer. `Ok(None)`: leave the field out.
-    pub fn parse(&self, input: &str) -> Result<Option<Value>, String> {
-        let input = input.trim();
-        if input.is_empty() {
-            return match (&self.default, self.required) {
-                (Some(d), _) => Ok(Some(d.clone())),
-                (None, true) => Err("required".into()),
-                (None, false) => Ok(None),
-            };
-        }
-        match &self.kind {
-            Kind::Text { min_len, max_len } => {
-                let len = input.chars().count() as u64;
-                if min_len.is_some_and(|m| len < m) {
-                    return Err(format!("at least {} characters", min_len.unwrap_or(0)));
-                }
-                if max_len.is_some_and(|m| len > m) {
-                    return Err(format!("at most {} characters", max_len.unwrap_or(0)));
-                }
-                Ok(Some(json!(input)))
+    match &f.kind {
+        FieldKind::Text { min_length, max_length, .. } => {
+            let len = input.chars().count() as u64;
+            if let Some(m) = min_length.filter(|m| len < *m) {
+                return Err(format!("at least {m} characters"));
             }
-            Kind::Number { integer, min, max } => {
-                let x: f64 = input.parse().map_err(|_| format!("not a number: {input:?}"))?;
-                if *integer && x.fract() != 0.0 {
-                    return Err(format!("not an integer: {input:?}"));
-                }
-                if min.is_some_and(|m| x < m) || max.is_some_and(|m| x > m) {
-                    let bound = |b: &Option<f64>| b.map(|b| b.to_string()).unwrap_or_else(|| "any".into());
-                    return Err(format!("must be between {} and {}", bound(min), bound(max)));
-                }
-                Ok(Some(if *integer { json!(x as i64) } else { json!(x) }))
+            if let Some(m) = max_length.filter(|m| len > *m) {
+                return Err(format!("at most {m} characters"));
             }
-            Kind::Boolean => match input.to_ascii_lowercase().as_str() {
-                "y" | "yes" | "true" => Ok(Some(json!(true))),
-                "n" | "no" | "false" => Ok(Some(json!(false))),
-                _ => Err("answer yes or no".into()),
-            },
-            Kind::Choice(c) => pick(c, input).map(|v| Some(json!(v))),
-            Kind::Multi(c) => {
-                let picked = input.split(',').map(|p| pick(c, p.trim())).collect::<Result<Vec<_>, _>>()?;
-                Ok(Some(json!(picked)))
+            Ok(Some(json!(input)))
+        }
+        FieldKind::Number { integer, minimum, maximum, exclusive_minimum, exclusive_maximum } => {
+            let x: f64 =
+                input.parse().ok().filter(|x: &f64| x.is_finite()).ok_or_else(|| format!("not a number: {input:?}"))?;
+            if *integer && x.fract() != 0.0 {
+                return Err(format!("not an integer: {input:?}"));
             }
+            if minimum.is_some_and(|m| x < m) || maximum.is_some_and(|m| x > m) {
+                let bound = |b: &Option<f64>| b.map(|b| b.to_string()).unwrap_or_else(|| "any".into());
+                return Err(format!("must be between {} and {}", bound(minimum), bound(maximum)));
+            }
+            if let Some(m) = exclusive_minimum.filter(|m| x <= *m) {
+                return Err(format!("must be more than {m}"));
+            }
+            if let Some(m) = exclusive_maximum.filter(|m| x >= *m) {
+                return Err(format!("must be less than {m}"));
+            }
+            Ok(Some(if *integer { json!(x as i64) } else { json!(x) }))
+        }
+        FieldKind::Boolean => match input.to_ascii_lowercase().as_str() {
+            "y" | "yes" | "true" => Ok(Some(json!(true))),
+            "n" | "no" | "false" => Ok(Some(json!(false))),
+            _ => Err("answer yes or no".into()),
+        },
+        FieldKind::Choice { options } => pick(options, input).map(Some),
+        FieldKind::Multi { options, min_items, max_items } => {
+            let picked = input.split(',').map(|p| pick(options, p.trim())).collect::<Result<Vec<_>, _>>()?;
+            let n = picked.len() as u64;
+            if let Some(m) = min_items.filter(|m| n < *m) {
+                return Err(format!("choose at least {m}"));
+            }
+            if let Some(m) = max_items.filter(|m| n > *m) {
+                return Err(format!("choose at most {m}"));
+            }
+            Ok(Some(json!(picked)))
         }
     }
 }
 
 /// A choice by its value or by its number in the list shown.
-fn pick(c: &[(String, Option<String>)], input: &str) -> Result<String, String> {
-    if let Some((v, _)) = c.iter().find(|(v, _)| v == input) {
-        return Ok(v.clone());
+fn pick(options: &[Choice], input: &str) -> Result<Value, String> {
+    if let Some(c) = options.iter().find(|c| c.value_text() == input) {
+        return Ok(c.value.clone());
     }
     if let Ok(i) = input.parse::<usize>()
-        && let Some((v, _)) = i.checked_sub(1).and_then(|i| c.get(i))
+        && let Some(c) = i.checked_sub(1).and_then(|i| options.get(i))
     {
-        return Ok(v.clone());
+        return Ok(c.value.clone());
     }
-    Err(format!("not one of: {}", c.iter().map(|(v, _)| v.as_str()).collect::<Vec<_>>().join(", ")))
+    Err(format!("not one of: {}", options.iter().map(Choice::value_text).collect::<Vec<_>>().join(", ")))
 }
 
 /// What the person at the terminal decided.
@@ -255,17 +192,18 @@ pub fn ask(form: &Form, input: &mut impl BufRead, out: &mut impl Write) -> std::
     writeln!(out, "  (type :decline to decline, :cancel to cancel the question, Ctrl-D to leave it waiting)")?;
     let mut content = Map::new();
     for f in &form.fields {
-        writeln!(out, "\n  {}{}", f.label(), if f.required { " *" } else { "" })?;
+        writeln!(out, "\n  {}{}", label(f), if f.required { " *" } else { "" })?;
         if let Some(d) = &f.description {
             writeln!(out, "    {d}")?;
         }
         match &f.kind {
-            Kind::Choice(c) | Kind::Multi(c) => {
-                for (i, (v, t)) in c.iter().enumerate() {
-                    writeln!(out, "    {}) {v}{}", i + 1, t.as_ref().map(|t| format!("  {t}")).unwrap_or_default())?;
+            FieldKind::Choice { options } | FieldKind::Multi { options, .. } => {
+                for (i, c) in options.iter().enumerate() {
+                    let shown = c.label.as_ref().map(|t| format!("  {t}")).unwrap_or_default();
+                    writeln!(out, "    {}) {}{shown}", i + 1, c.value_text())?;
                 }
             }
-            _ => writeln!(out, "    {}", f.type_text())?,
+            _ => writeln!(out, "    {}", type_text(f))?,
         }
         loop {
             let default = f.default.as_ref().map(|d| format!(" [{d}]")).unwrap_or_default();
@@ -281,7 +219,7 @@ pub fn ask(form: &Form, input: &mut impl BufRead, out: &mut impl Write) -> std::
                 ":cancel" => return Ok(Prompted::Answer(AnswerInput::Cancel)),
                 _ => {}
             }
-            match f.parse(&line) {
+            match parse(f, &line) {
                 Ok(Some(v)) => {
                     content.insert(f.name.clone(), v);
                     break;
@@ -310,7 +248,8 @@ mod tests {
             },
             "required": ["service", "n"]
         });
-        Form { server: "demo".into(), message: "Which?".into(), fields: fields_of(&schema), url: None }
+        let fields = FormModel::from_schema(&schema).fields().map(<[Field]>::to_vec).unwrap_or_default();
+        Form { server: "demo".into(), message: "Which?".into(), fields, url: None }
     }
 
     #[test]
@@ -335,6 +274,21 @@ mod tests {
         assert!(matches!(ask(&form(), &mut std::io::Cursor::new(""), &mut out).unwrap(), Prompted::Leave));
         let decline = ask(&form(), &mut std::io::Cursor::new(":decline\n"), &mut out).unwrap();
         assert!(matches!(decline, Prompted::Answer(AnswerInput::Decline)));
+    }
+
+    #[test]
+    fn several_choices_are_checked_against_their_bounds_and_sent_as_the_server_spelled_them() {
+        let schema = json!({"properties": {
+            "fish": {"type": "array", "minItems": 1, "maxItems": 2,
+                "items": {"anyOf": [{"const": "fish-1", "title": "Tuna"}, {"const": "fish-2"}, {"const": "fish-3"}]}},
+            "level": {"type": "integer", "enum": [1, 2]}
+        }});
+        let fields = FormModel::from_schema(&schema).fields().map(<[Field]>::to_vec).unwrap();
+        let (fish, level) = (&fields[0], &fields[1]);
+        assert_eq!(parse(fish, "1,fish-2"), Ok(Some(json!(["fish-1", "fish-2"]))));
+        assert_eq!(parse(fish, "1,2,3"), Err("choose at most 2".into()));
+        assert_eq!(parse(level, "2"), Ok(Some(json!(2))), "a number option is sent as a number");
+        assert!(describe(fish).starts_with("fish: any of (comma-separated): fish-1 (Tuna), fish-2, fish-3"));
     }
 
     #[test]

@@ -206,8 +206,7 @@ pub fn show_task(t: &TaskRecord, events: &[TaskEvent]) -> String {
     fields.push(("created", crate::output::timestamp(&t.created_at)));
     fields.push(("updated", crate::output::timestamp(&t.updated_at)));
     if let Some(q) = &t.question {
-        let msg = q.request.pointer("/params/message").and_then(Value::as_str).unwrap_or("(no message)");
-        fields.push(("question", msg.to_owned()));
+        fields.push(("question", q.message.clone().unwrap_or_else(|| "(no message)".into())));
     }
     if let Some(e) = &t.error {
         let mut s = e.message.clone();

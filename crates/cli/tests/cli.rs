@@ -235,6 +235,10 @@ fn a_question_without_a_terminal_waits_and_is_answered_by_a_new_process() {
     let t = env.show(&id[..8]);
     assert_eq!(t["status"], "input_required");
     assert_eq!(t["question"]["request"]["method"], "elicitation/create");
+    // Typed for scripts too: what it asks, and the form the prompt was built from.
+    assert_eq!(t["question"]["asks"]["kind"], "form");
+    assert_eq!(t["question"]["asks"]["form"]["fields"][0]["name"], "service");
+    assert!(t["question"]["key"].is_string(), "the key stays the text it always was: {t}");
 
     // A wrong answer is a usage error naming the field, and leaves the question waiting.
     let out = env.run(&["answer", &id, "--json", r#"{"service": "mainframe"}"#]);

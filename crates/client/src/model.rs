@@ -2,10 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use taskdeck_protocol::elicitation::ElicitRequestParams;
 use taskdeck_protocol::modern::tasks::{DetailedTask, TaskProgress};
 use taskdeck_protocol::types::{CallToolResult, LoggingMessageParams};
-use taskdeck_protocol::{Era, ErrorObject, RequestId, TaskStatus, legacy};
+use taskdeck_protocol::{Era, ErrorObject, TaskStatus, legacy};
 
 /// A task as the server last described it, whatever the era.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,7 +52,7 @@ impl TaskSnapshot {
         let t = task.task;
         let mut questions = Vec::new();
         for (key, req) in task.input_requests.into_iter().flatten() {
-            questions.push(Question::from_input_request(&t.task_id, key, req)?);
+            questions.push(question_from_input_request(&t.task_id, key, req)?);
         }
         let result = match task.result {
             Some(r) => {
@@ -77,56 +76,17 @@ impl TaskSnapshot {
     }
 }
 
-/// How a question is answered: legacy questions are open JSON-RPC requests from the server;
-/// modern ones are keys of a task's `inputRequests`, answered with `tasks/update`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
-pub enum QuestionKey {
-    Request(RequestId),
-    InputKey(String),
-}
+// The question types live with the wire types, where the store (which keeps them) can see them;
+// the client is where they are decoded, in `Session`'s `elicitation/create` branch and in
+// [`TaskSnapshot::from_modern`], both through [`Question::decode`].
+pub use taskdeck_protocol::question::{Asks, Question, QuestionKey, QuestionRequest};
 
-impl std::fmt::Display for QuestionKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            QuestionKey::Request(id) => write!(f, "request {id}"),
-            QuestionKey::InputKey(k) => write!(f, "input {k:?}"),
-        }
-    }
-}
-
-/// A server asking the user something.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Question {
-    pub key: QuestionKey,
-    /// The task the question belongs to, when the server said so (legacy related-task `_meta`, or
-    /// the task whose `inputRequests` carried it).
-    pub task_id: Option<String>,
-    /// The request method, normally `elicitation/create`.
-    pub method: String,
-    /// The request's params exactly as sent, so a form can be rebuilt from storage.
-    pub params: Value,
-}
-
-impl Question {
-    fn from_input_request(task_id: &str, key: String, req: Value) -> Result<Self, String> {
-        let method =
-            req.get("method").and_then(Value::as_str).ok_or_else(|| format!("input request {key:?} has no method"))?;
-        Ok(Self {
-            key: QuestionKey::InputKey(key),
-            task_id: Some(task_id.to_owned()),
-            method: method.to_owned(),
-            params: req.get("params").cloned().unwrap_or(Value::Null),
-        })
-    }
-
-    /// The elicitation this question carries, if it is one and is well formed.
-    pub fn elicitation(&self) -> Result<ElicitRequestParams, String> {
-        if self.method != taskdeck_protocol::methods::ELICITATION_CREATE {
-            return Err(format!("{} is not an elicitation", self.method));
-        }
-        serde_json::from_value(self.params.clone()).map_err(|e| e.to_string())
-    }
+/// A modern `inputRequests` entry as a question. An entry that is not `{method, params}` makes the
+/// whole snapshot malformed (reported, not dropped); one whose params do not fit its method is a
+/// question that asks something malformed.
+fn question_from_input_request(task_id: &str, key: String, req: Value) -> Result<Question, String> {
+    let request = serde_json::from_value(req).map_err(|e| format!("input request {key:?} is not a request: {e}"))?;
+    Ok(Question::decode(QuestionKey::InputKey(key), Some(task_id.to_owned()), request))
 }
 
 /// What a tool call turned into.
@@ -207,4 +167,49 @@ pub struct ServerInfo {
     pub capabilities: Value,
     /// Whether tools can run as tasks on this server at all.
     pub tasks: bool,
+}
+
+#[cfg(test)]
+mod question_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snapshot(input_requests: Value) -> Result<TaskSnapshot, String> {
+        let task: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t1", "status": "input_required", "createdAt": "2026-12-01T08:00:00Z",
+            "lastUpdatedAt": "2026-12-01T08:00:01Z", "ttlMs": null, "inputRequests": input_requests
+        }))
+        .unwrap();
+        TaskSnapshot::from_modern(task)
+    }
+
+    #[test]
+    fn every_kind_of_modern_input_request_is_decoded_into_a_question_of_its_task() {
+        let s = snapshot(json!({
+            "form": {"method": "elicitation/create", "params": {"mode": "form", "message": "Which?",
+                "requestedSchema": {"type": "object", "properties": {"a": {"type": "boolean"}}}}},
+            "visit": {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
+                "url": "https://auth.example/x", "elicitationId": "e1"}},
+            "llm": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}},
+            "roots": {"method": "roots/list"},
+            "broken": {"method": "elicitation/create", "params": {"message": "no schema"}},
+            "odd": {"method": "tea/brew", "params": {}}
+        }))
+        .unwrap();
+        let by_key =
+            |k: &str| s.questions.iter().find(|q| q.key == QuestionKey::InputKey(k.into())).map(|q| &q.asks).unwrap();
+        assert!(s.questions.iter().all(|q| q.task_id.as_deref() == Some("t1")));
+        assert!(matches!(by_key("form"), Asks::Form { form, .. } if form.fields().is_some_and(|f| f.len() == 1)));
+        assert_eq!(by_key("visit"), &Asks::Url { url: "https://auth.example/x".into(), elicitation_id: "e1".into() });
+        assert_eq!(by_key("llm"), &Asks::Sampling);
+        assert_eq!(by_key("roots"), &Asks::Roots);
+        assert!(matches!(by_key("broken"), Asks::Malformed { .. }));
+        assert!(matches!(by_key("odd"), Asks::Unsupported { .. }));
+    }
+
+    #[test]
+    fn an_input_request_that_is_not_a_request_makes_the_snapshot_malformed() {
+        let err = snapshot(json!({"k": {"params": {}}})).unwrap_err();
+        assert!(err.contains("input request \"k\""), "{err}");
+    }
 }

@@ -16,7 +16,7 @@ use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, codes, legacy, met
 use tokio::sync::oneshot;
 
 use crate::ClientError;
-use crate::model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, TaskSnapshot};
+use crate::model::{Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, TaskSnapshot};
 use crate::process::ServerSpec;
 use crate::tracker::{TaskTracker, Verdict};
 use crate::transport::stdio::StdioTransport;
@@ -578,27 +578,15 @@ fn on_request(shared: &Shared, r: Request) {
             respond(shared, Message::result(r.id, json!({ "roots": roots })));
         }
         methods::ELICITATION_CREATE => {
-            let params = r.params.clone().unwrap_or(Value::Null);
-            if let Err(e) =
-                serde_json::from_value::<taskdeck_protocol::elicitation::ElicitRequestParams>(params.clone())
-            {
-                respond(
-                    shared,
-                    Message::error(
-                        Some(r.id),
-                        ErrorObject::new(codes::INVALID_PARAMS, format!("invalid elicitation: {e}")),
-                    ),
-                );
+            let task_id = meta::related_task_id(r.params.as_ref(), None).map(str::to_owned);
+            let request = QuestionRequest { method: r.method, params: r.params.unwrap_or(Value::Null) };
+            let q = Question::decode(QuestionKey::Request(r.id.clone()), task_id.clone(), request);
+            if let Asks::Malformed { reason } = &q.asks {
+                respond(shared, Message::error(Some(r.id), ErrorObject::new(codes::INVALID_PARAMS, reason.clone())));
                 return;
             }
-            let task_id = meta::related_task_id(r.params.as_ref(), None).map(str::to_owned);
-            lock(&shared.state).questions.insert(r.id.clone(), task_id.clone());
-            shared.handler.on_event(SessionEvent::Question(Question {
-                key: QuestionKey::Request(r.id),
-                task_id,
-                method: r.method,
-                params,
-            }));
+            lock(&shared.state).questions.insert(r.id, task_id);
+            shared.handler.on_event(SessionEvent::Question(q));
         }
         other => respond(
             shared,

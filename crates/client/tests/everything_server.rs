@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use support::{Recorder, check_wire_log, everything_spec, tapped};
 use taskdeck_client::{ClientError, Session, SessionEvent, SessionOptions, StartOptions, Started, TaskSnapshot};
-use taskdeck_protocol::elicitation::{ElicitMode, ElicitResult};
+use taskdeck_protocol::elicitation::ElicitResult;
+use taskdeck_protocol::form::FormModel;
 use taskdeck_protocol::{Era, TaskStatus};
 
 struct Peer {
@@ -113,7 +114,7 @@ async fn ambiguous_research_asks_a_question_and_continues_with_the_answer() {
         unreachable!()
     };
     assert_eq!(q.task_id.as_deref(), Some(t.task_id.as_str()));
-    let ElicitMode::Form { requested_schema } = q.elicitation().unwrap().mode else { panic!("expected a form") };
+    let Some(requested_schema) = q.schema().cloned() else { panic!("expected a form: {q:?}") };
     let content = fill_form(&requested_schema);
     p.session.answer(&q.key, q.task_id.as_deref(), &ElicitResult::accept(content)).await.unwrap();
     let result = tokio::time::timeout(Duration::from_secs(30), waiter).await.unwrap().unwrap().unwrap();
@@ -182,7 +183,9 @@ async fn elicitation_with_every_field_type_is_answered() {
         unreachable!()
     };
     assert_eq!(q.task_id, None, "a plain call's question belongs to no task");
-    let ElicitMode::Form { requested_schema } = q.elicitation().unwrap().mode else { panic!("expected a form") };
+    let Some(requested_schema) = q.schema().cloned() else { panic!("expected a form: {q:?}") };
+    // Every field kind the elicitation schema allows is one the form model reads.
+    assert!(matches!(q.form(), Some(FormModel::Ready { fields }) if fields.len() > 10), "{:?}", q.form());
     let content = fill_form(&requested_schema);
     p.session.answer(&q.key, None, &ElicitResult::accept(content)).await.unwrap();
     let Started::Completed(result) = call.await.unwrap().unwrap() else { panic!("expected a plain result") };

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 use taskdeck_client::{ClientError, Question, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::types::CallToolResult;
-use taskdeck_protocol::{Era, TaskStatus, codes, methods};
+use taskdeck_protocol::{Era, TaskStatus, codes};
 use taskdeck_store::{Mode, Progress, TaskError, TaskRecord, Update};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -352,20 +352,13 @@ pub(crate) fn apply_snapshot(inner: &Inner, rec: &TaskRecord, s: &TaskSnapshot, 
             );
         }
         TaskStatus::InputRequired => {
-            let question = s.questions.iter().find(|q| q.method == methods::ELICITATION_CREATE);
+            let question = s.questions.iter().find(|q| q.is_elicitation());
             match (era, question) {
                 (Era::Modern, Some(q)) => {
                     let pid = inner.server(&rec.server).and_then(|sv| sv.current_session()).and_then(|ss| ss.pid());
                     lock(&inner.live).questions.insert(id.clone(), LiveQuestion { key: q.key.clone(), pid });
-                    let stored = taskdeck_store::Question {
-                        key: serde_json::to_string(&q.key).unwrap_or_default(),
-                        request: serde_json::json!({ "method": q.method, "params": q.params }),
-                    };
-                    let message = s
-                        .status_message
-                        .clone()
-                        .or_else(|| q.params.get("message").and_then(Value::as_str).map(str::to_owned));
-                    inner.apply_quietly(id, Update::Question { question: stored, message });
+                    let message = s.status_message.clone().or_else(|| q.message.clone());
+                    inner.apply_quietly(id, Update::Question { question: Box::new(q.clone()), message });
                 }
                 _ => {
                     // The question itself arrives as a request (legacy); keep the one we have.

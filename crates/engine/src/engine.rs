@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use taskdeck_client::{Question, QuestionKey, SessionEvent, SessionOptions};
-use taskdeck_protocol::elicitation::{ElicitMode, ElicitResult};
+use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{TaskSupport, Tool};
 use taskdeck_protocol::{Era, TaskStatus};
 use taskdeck_store::{
@@ -476,14 +476,10 @@ impl Engine {
         };
         let result = match &input {
             AnswerInput::Accept(content) => {
-                if let Some(params) = question.request.get("params")
-                    && let Ok(ElicitMode::Form { requested_schema }) =
-                        serde_json::from_value::<taskdeck_protocol::elicitation::ElicitRequestParams>(params.clone())
-                            .map(|p| p.mode)
-                {
+                if let Some(schema) = question.schema() {
                     self.inner
                         .schemas
-                        .check(&requested_schema, &Value::Object(content.clone()))
+                        .check(schema, &Value::Object(content.clone()))
                         .map_err(|(path, message)| EngineError::InvalidAnswer { path, message })?;
                 }
                 ElicitResult::accept(content.clone())
@@ -497,7 +493,7 @@ impl Engine {
         let session = server.session(self.inner.opts.server_wait).await?;
         session.answer(&key, rec.remote_task_id.as_deref(), &result).await?;
         lock(&self.inner.live).questions.remove(id);
-        let stored_key = serde_json::to_string(&key).unwrap_or_default();
+        let stored_key = key.to_text();
         let response = serde_json::to_value(&result).unwrap_or_default();
         let rec = match self.inner.apply(id, Update::Answer(Answer { key: stored_key, response })) {
             Ok(rec) => rec,
@@ -524,8 +520,7 @@ impl Engine {
     /// keys are stable; a legacy question is an open request on one connection, so after a restart
     /// the answer waits for the server to ask again (the driver's `tasks/result` makes it).
     async fn live_question_key(&self, rec: &TaskRecord, question: &StoredQuestion) -> Result<QuestionKey> {
-        let stored: Option<QuestionKey> = serde_json::from_str(&question.key).ok();
-        if let Some(k @ QuestionKey::InputKey(_)) = &stored {
+        if let k @ QuestionKey::InputKey(_) = &question.key {
             return Ok(k.clone());
         }
         let server = self.server(&rec.server)?;
@@ -750,12 +745,8 @@ impl Inner {
     pub(crate) fn record_question(&self, id: &str, server: &str, q: Question) {
         let pid = self.server(server).and_then(|s| s.current_session()).and_then(|s| s.pid());
         lock(&self.live).questions.insert(id.to_owned(), LiveQuestion { key: q.key.clone(), pid });
-        let message = q.params.get("message").and_then(Value::as_str).map(str::to_owned);
-        let question = StoredQuestion {
-            key: serde_json::to_string(&q.key).unwrap_or_default(),
-            request: serde_json::json!({ "method": q.method, "params": q.params }),
-        };
-        self.apply_quietly(id, Update::Question { question, message });
+        let message = q.message.clone();
+        self.apply_quietly(id, Update::Question { question: Box::new(q), message });
     }
 
     fn local_for_remote(&self, server: &str, remote: &str) -> Option<String> {

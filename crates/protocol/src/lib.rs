@@ -13,12 +13,14 @@
 //! `taskdeck-client`; running tasks belongs to the servers.
 
 pub mod elicitation;
+pub mod form;
 pub mod framing;
 pub mod jsonrpc;
 pub mod legacy;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod question;
 pub mod task;
 pub mod types;
 

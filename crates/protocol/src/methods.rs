@@ -17,6 +17,7 @@ pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
 pub const ROOTS_LIST: &str = "roots/list";
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
 
 pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_CANCEL: &str = "tasks/cancel";

@@ -26,8 +26,9 @@ pub enum Update {
     /// Progress is written to the row only; it is too frequent to log and carries no decision.
     Progress(Progress),
     /// The server is waiting on the user. Replaces any question already pending.
+    /// Boxed: a typed question (its form model beside the request) dwarfs every other update.
     Question {
-        question: Question,
+        question: Box<Question>,
         message: Option<String>,
     },
     /// The user answered the pending question with the same key; the task is working again.
@@ -163,10 +164,13 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             // A modern server repeats its `inputRequests` on every poll; the same question again is
             // not news and must not flood the log.
             let repeated = from == TaskStatus::InputRequired
-                && current.question.as_ref() == Some(question)
+                && current.question.as_ref() == Some(&**question)
                 && *message == current.status_message;
             let event = (!repeated).then(|| {
-                (EventKind::Question, json!({ "key": question.key, "request": question.request, "message": message }))
+                (
+                    EventKind::Question,
+                    json!({ "key": question.key.to_text(), "request": question.request, "message": message }),
+                )
             });
             Plan { to: TaskStatus::InputRequired, event, derived_error: None }
         }
@@ -177,11 +181,11 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             if from != TaskStatus::InputRequired {
                 return Err(refuse(current, attempted, "the task is not waiting for input"));
             }
-            if pending.key != answer.key {
+            if pending.key.to_text() != answer.key {
                 return Err(refuse(
                     current,
                     attempted,
-                    format!("the pending question is {:?}, not {:?}", pending.key, answer.key),
+                    format!("the pending question is {:?}, not {:?}", pending.key.to_text(), answer.key),
                 ));
             }
             Plan {

@@ -327,7 +327,7 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
                 "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6
                  WHERE id = ?1",
             )?
-            .execute(params![id, to, question.key, question.request.to_string(), message, now])?;
+            .execute(params![id, to, question.key.to_text(), question_json(question), message, now])?;
         }
         Update::Answer(Answer { key, response }) => {
             conn.prepare_cached(
@@ -351,6 +351,13 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
         insert_event(conn, id, now, *kind, Some(current.status), Some(plan.to), data)?;
     }
     Ok(())
+}
+
+/// The `question` column: the typed question as JSON. Serialising it cannot fail (its maps have
+/// string keys); should it ever, `null` is written and the row reads back as corrupt, not as a
+/// different question.
+fn question_json(q: &Question) -> String {
+    serde_json::to_value(q).unwrap_or_default().to_string()
 }
 
 /// The terminal write: the question is dropped (nobody can answer it any more), the rest kept.
@@ -483,7 +490,9 @@ impl RawTask {
             serde_json::from_str(text).map_err(|e| corrupt(column, e.to_string()))
         };
         let question = match (self.question_key, self.question) {
-            (Some(key), Some(request)) => Some(Question { key, request: json("question", &request)? }),
+            (Some(_), Some(q)) => {
+                Some(serde_json::from_value(json("question", &q)?).map_err(|e| corrupt("question", e.to_string()))?)
+            }
             (None, None) => None,
             _ => return Err(corrupt("question", "question and question_key must be set together".into())),
         };

@@ -52,14 +52,11 @@ pub struct Progress {
     pub message: Option<String>,
 }
 
-/// A question the server is waiting on, kept whole so the form can be rebuilt after a restart:
-/// the legacy elicitation request or the modern `inputRequests` entry, under its key.
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Question {
-    pub key: String,
-    pub request: Value,
-}
+/// A question the server is waiting on, decoded by the client (see [`taskdeck_protocol::question`]).
+/// Kept whole, with the request as the server sent it, so the form can be rebuilt after a restart;
+/// it reads back through the same decoding (rows of the shape before questions were typed are
+/// rewritten by the `typed_questions` migration).
+pub use taskdeck_protocol::question::Question;
 
 /// The answer given to the question with the same key.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]

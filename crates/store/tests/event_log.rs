@@ -38,11 +38,11 @@ fn every_transition_writes_exactly_one_event_and_progress_writes_none() {
     assert_eq!(event_count(s, id), expected, "progress is never logged");
     assert_eq!(s.get(id).unwrap().progress.unwrap().progress, 4.0);
 
-    s.apply(id, Update::Question { question: question("k"), message: None }).unwrap();
+    s.apply(id, Update::Question { question: Box::new(question("k")), message: None }).unwrap();
     expected += 1;
     assert_eq!(event_count(s, id), expected);
 
-    s.apply(id, Update::Answer(Answer { key: "k".into(), response: json!({ "action": "accept" }) })).unwrap();
+    s.apply(id, Update::Answer(Answer { key: answer_key("k"), response: json!({ "action": "accept" }) })).unwrap();
     expected += 1;
     assert_eq!(event_count(s, id), expected, "an answer is one event, not an answer plus a status");
 
@@ -122,9 +122,9 @@ fn a_question_repeated_by_every_poll_is_logged_once() {
     let f = fixture();
     let task = f.store.create_task(new_task("a")).unwrap();
     for _ in 0..3 {
-        f.store.apply(&task.id, Update::Question { question: question("k"), message: None }).unwrap();
+        f.store.apply(&task.id, Update::Question { question: Box::new(question("k")), message: None }).unwrap();
     }
-    f.store.apply(&task.id, Update::Question { question: question("k2"), message: None }).unwrap();
+    f.store.apply(&task.id, Update::Question { question: Box::new(question("k2")), message: None }).unwrap();
     let kinds: Vec<_> = f.store.events(&task.id).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventKind::Created, EventKind::Question, EventKind::Question]);
 }

@@ -1,7 +1,8 @@
 /**
- * JSON Schema → form model, and form values → JSON with validation. One module serves both the
- * run form (a tool's `inputSchema`) and the question form (an elicitation's `requestedSchema`): the
- * elicitation schema is a restricted subset of what a tool may declare.
+ * JSON Schema → form model, and form values → JSON with validation. `buildForm` reads a tool's
+ * `inputSchema` for the run form; the question form does not read its schema here but gets its
+ * fields from the engine's form model (`questionForm.ts`). Both render through `FieldInput` and
+ * validate through `collect`.
  *
  * What a form cannot express honestly ($ref, combinators over objects, tuples, maps) is reported
  * as unsupported with the path, so the caller falls back to the JSON editor instead of guessing.

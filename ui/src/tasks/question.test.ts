@@ -1,25 +1,45 @@
 import { describe, expect, it } from 'vitest';
+import type { FormModel, Question } from '../lib/types';
 import { checkUrl, parseQuestion } from './question';
 
+const key = '{"kind":"input_key","value":"k"}';
+const form: FormModel = { status: 'ready', fields: [] };
+
 describe('reading a stored question', () => {
-  it('a form elicitation, mode omitted', () => {
-    const schema = { type: 'object', properties: {} };
-    expect(parseQuestion({ key: 'k', request: { method: 'elicitation/create', params: { message: 'Which?', requestedSchema: schema } } })).toEqual({
-      kind: 'form',
+  it('a form elicitation brings its form model', () => {
+    const q: Question = {
+      key,
+      task_id: 't1',
       message: 'Which?',
-      schema,
-    });
+      asks: { kind: 'form', schema: { type: 'object', properties: {} }, form },
+      request: { method: 'elicitation/create', params: { message: 'Which?', requestedSchema: { type: 'object', properties: {} } } },
+    };
+    expect(parseQuestion(q)).toEqual({ kind: 'form', message: 'Which?', form });
   });
 
   it('a URL elicitation', () => {
-    const q = { key: 'k', request: { method: 'elicitation/create', params: { mode: 'url', message: 'Sign in', url: 'https://a.example/x', elicitationId: 'e1' } } };
+    const params = { mode: 'url', message: 'Sign in', url: 'https://a.example/x', elicitationId: 'e1' };
+    const q: Question = {
+      key,
+      task_id: null,
+      message: 'Sign in',
+      asks: { kind: 'url', url: 'https://a.example/x', elicitation_id: 'e1' },
+      request: { method: 'elicitation/create', params },
+    };
     expect(parseQuestion(q)).toEqual({ kind: 'url', message: 'Sign in', url: 'https://a.example/x', elicitationId: 'e1' });
   });
 
-  it('anything else is unknown, kept raw', () => {
+  it('anything else is unknown, with the reason and the request kept raw', () => {
     const request = { method: 'sampling/createMessage', params: {} };
-    expect(parseQuestion({ key: 'k', request })).toEqual({ kind: 'unknown', message: '', raw: request });
-    expect(parseQuestion({ key: 'k', request: null }).kind).toBe('unknown');
+    expect(parseQuestion({ key, task_id: null, message: null, asks: { kind: 'sampling' }, request })).toEqual({
+      kind: 'unknown',
+      message: '',
+      reason: 'Taskdeck does not answer sampling/createMessage yet',
+      raw: request,
+    });
+    const bad = { method: 'elicitation/create', params: { message: 'm' } };
+    const asked = parseQuestion({ key, task_id: null, message: 'm', asks: { kind: 'malformed', reason: 'invalid elicitation: x' }, request: bad });
+    expect(asked).toMatchObject({ kind: 'unknown', message: 'm', reason: 'invalid elicitation: x', raw: bad });
   });
 });
 

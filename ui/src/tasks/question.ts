@@ -1,28 +1,30 @@
 /**
- * What a stored question asks for. The engine keeps the server's request whole
- * (`{method, params}`); for `elicitation/create` it is either a form (`requestedSchema`) or a URL to
- * visit. Anything else is shown as JSON and can only be declined or cancelled.
+ * What a stored question asks for, read from the fields the engine decoded it into (`asks`, see
+ * `crates/protocol/src/question.rs`): a form with its model, a URL to visit, or something this
+ * app cannot answer, shown as the raw request and only declined or cancelled.
  */
-import type { JsonValue, Question } from '../lib/types';
+import type { FormModel, Question, QuestionRequest } from '../lib/types';
 
 export type Asked =
-  | { kind: 'form'; message: string; schema: JsonValue }
-  | { kind: 'url'; message: string; url: string; elicitationId: string | null }
-  | { kind: 'unknown'; message: string; raw: JsonValue };
-
-const isObj = (v: unknown): v is { [k: string]: JsonValue | undefined } => typeof v === 'object' && v !== null && !Array.isArray(v);
+  | { kind: 'form'; message: string; form: FormModel }
+  | { kind: 'url'; message: string; url: string; elicitationId: string }
+  | { kind: 'unknown'; message: string; reason: string; raw: QuestionRequest };
 
 export function parseQuestion(q: Question): Asked {
-  const req = isObj(q.request) ? q.request : {};
-  const params = isObj(req.params) ? req.params : {};
-  const message = typeof params.message === 'string' ? params.message : '';
-  if (req.method !== undefined && req.method !== 'elicitation/create') return { kind: 'unknown', message, raw: q.request };
-  const mode = params.mode ?? 'form';
-  if (mode === 'url' && typeof params.url === 'string') {
-    return { kind: 'url', message, url: params.url, elicitationId: typeof params.elicitationId === 'string' ? params.elicitationId : null };
+  const message = q.message ?? '';
+  const a = q.asks;
+  switch (a.kind) {
+    case 'form':
+      return { kind: 'form', message, form: a.form };
+    case 'url':
+      return { kind: 'url', message, url: a.url, elicitationId: a.elicitation_id };
+    case 'malformed':
+    case 'unsupported':
+      return { kind: 'unknown', message, reason: a.reason, raw: q.request };
+    case 'sampling':
+    case 'roots':
+      return { kind: 'unknown', message, reason: `Taskdeck does not answer ${q.request.method} yet`, raw: q.request };
   }
-  if (mode === 'form' && isObj(params.requestedSchema)) return { kind: 'form', message, schema: params.requestedSchema };
-  return { kind: 'unknown', message, raw: q.request };
 }
 
 export type UrlCheck = { ok: true; href: string; host: string; secure: boolean } | { ok: false; reason: string };

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
+use taskdeck_protocol::question::{QuestionKey, QuestionRequest};
 use taskdeck_store::{Answer, Mode, NewTask, Progress, Question, Store, TaskError, TaskRecord, TaskStatus, Update};
 use tempfile::TempDir;
 
@@ -32,13 +33,16 @@ pub fn new_task(key: &str) -> NewTask {
 }
 
 pub fn question(key: &str) -> Question {
-    Question {
-        key: key.into(),
-        request: json!({
-            "method": "elicitation/create",
-            "params": { "message": "Continue?", "requestedSchema": { "type": "object", "properties": {} } }
-        }),
-    }
+    let request = QuestionRequest {
+        method: "elicitation/create".into(),
+        params: json!({ "message": "Continue?", "requestedSchema": { "type": "object", "properties": {} } }),
+    };
+    Question::decode(QuestionKey::InputKey(key.into()), None, request)
+}
+
+/// The key an answer to `question(key)` is recorded under.
+pub fn answer_key(key: &str) -> String {
+    QuestionKey::InputKey(key.into()).to_text()
 }
 
 pub fn ok_result() -> serde_json::Value {
@@ -52,8 +56,8 @@ pub fn every_update() -> Vec<Update> {
         Update::Status { status: TaskStatus::InputRequired, message: None, server_status: None },
         Update::Status { status: TaskStatus::Completed, message: None, server_status: None },
         Update::Progress(Progress { progress: 1.0, total: Some(3.0), message: None }),
-        Update::Question { question: question("q1"), message: None },
-        Update::Answer(Answer { key: "q1".into(), response: json!({ "action": "accept" }) }),
+        Update::Question { question: Box::new(question("q1")), message: None },
+        Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "accept" }) }),
         Update::Completed { result: ok_result(), server_status: Some("completed".into()) },
         Update::Failed {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: None },
@@ -68,7 +72,9 @@ pub fn task_in(store: &Store, key: &str, status: TaskStatus) -> TaskRecord {
     let task = store.create_task(new_task(key)).unwrap();
     let update = match status {
         TaskStatus::Working => return task,
-        TaskStatus::InputRequired => Update::Question { question: question("q1"), message: Some("Continue?".into()) },
+        TaskStatus::InputRequired => {
+            Update::Question { question: Box::new(question("q1")), message: Some("Continue?".into()) }
+        }
         TaskStatus::Completed => Update::Completed { result: ok_result(), server_status: Some("completed".into()) },
         TaskStatus::Failed => Update::Failed {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: Some("server error".into()) },
