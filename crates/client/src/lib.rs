@@ -10,6 +10,7 @@
 //! The session holds no policy about *when* to poll or retry: that is the engine's.
 
 mod error;
+mod follow;
 mod model;
 mod process;
 mod session;
@@ -17,6 +18,7 @@ mod tasks;
 mod tracker;
 
 pub use error::ClientError;
+pub use follow::{Follow, FollowOptions, Followed};
 pub use model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, Started, TaskSnapshot};
 pub use process::{MAX_STDERR_LINE, ServerSpec};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};

@@ -10,14 +10,21 @@
 //! The order of truth is one way: server messages → driver → store → events → front end.
 
 pub mod config;
+mod decide;
 mod driver;
 mod engine;
 mod error;
+mod event;
+mod gate;
+mod hub;
+mod live;
 pub mod lock;
+mod options;
+mod servers;
 pub mod supervisor;
 mod validate;
 
 pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
 pub use error::{EngineError, Result};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
-pub use taskdeck_store::{ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
+pub use taskdeck_store::{FailureReason, ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
