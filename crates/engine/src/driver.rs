@@ -85,19 +85,20 @@ async fn start(
     // result: an answer the server took is recorded before the result it led to.
     let started = loop {
         tokio::select! {
-            started = &mut call => break Some(started),
+            started = &mut call => break started,
             msg = rx.recv() => match msg {
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
-                Some(_) => {}
-                // The engine is shutting down.
-                None => break None,
+                Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
+                // Reports are routed by remote id, which this task does not have yet.
+                Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {}
+                // The engine is shutting down: the call still ends, with its server.
+                None => break (&mut call).await,
             },
         }
     };
     if plain {
         hub.live.call_ended(&rec.server, &rec.id);
     }
-    let Some(started) = started else { return Step::Done };
     let era = session.era();
     match started {
         Ok(Started::Task(handle)) => {

@@ -1,5 +1,6 @@
 //! A legacy server that reports a stage, `input_required` and its question in one burst: however
-//! the engine interleaves the three, the question must stay until it is answered.
+//! the engine interleaves the three, the question must stay until it is answered. Its result then
+//! comes right behind the answer, and the answer must still be on record before it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use serde_json::{Map, json};
 use taskdeck_engine::config::Paths;
 use taskdeck_engine::{AnswerInput, Engine, EngineOptions, is_waiting_for_answer};
 use taskdeck_protocol::TaskStatus;
+use taskdeck_store::EventKind;
 
 #[tokio::test]
 async fn a_question_sent_right_after_a_stage_is_kept() {
@@ -50,12 +52,15 @@ async fn a_question_sent_right_after_a_stage_is_kept() {
             .unwrap();
         assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
         assert!(done.result.unwrap().to_string().contains("chose teal"));
-        let stages = engine
-            .events(id)
-            .unwrap()
-            .iter()
-            .filter(|e| e.data.get("message").and_then(|m| m.as_str()) == Some("Preparing"))
-            .count();
+        let events = engine.events(id).unwrap();
+        // The server sends its result right behind the answer: the answer is still in the log,
+        // before the result it led to.
+        let at = |kind: EventKind| events.iter().position(|e| e.kind == kind);
+        let answered =
+            at(EventKind::Answer).unwrap_or_else(|| panic!("{id}: the answer is not in the log: {events:#?}"));
+        assert!(at(EventKind::Result).is_some_and(|r| answered < r), "{events:#?}");
+        let stages =
+            events.iter().filter(|e| e.data.get("message").and_then(|m| m.as_str()) == Some("Preparing")).count();
         assert_eq!(stages, 1, "the stage is in the log once");
     }
     engine.shutdown().await;
