@@ -11,7 +11,7 @@ use taskdeck_engine::{
 };
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, TaskStatus};
-use taskdeck_store::{Answer, EventKind, Progress, Question};
+use taskdeck_store::{Answer, EventKind, FailureReason, Progress, Question};
 use ts_rs::{Config, TS};
 
 fn bindings_dir() -> PathBuf {
@@ -36,6 +36,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),
+        render::<FailureReason>(&cfg),
         render::<Progress>(&cfg),
         render::<Question>(&cfg),
         render::<Answer>(&cfg),
