@@ -257,7 +257,75 @@ async fn follow_loop(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use serde_json::json;
+
     use super::*;
+    use crate::{IgnoreEvents, ServerSpec, SessionOptions, StartOptions, Started};
+
+    const OPTS: FollowOptions = FollowOptions {
+        min_poll: Duration::from_millis(50),
+        max_poll: Duration::from_secs(5),
+        default_poll: Duration::from_secs(1),
+    };
+
+    /// The demo server, in the era asked for.
+    async fn demo(state: &Path, era: Era) -> Session {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe.parent().and_then(Path::parent).unwrap().join("taskdeck-demo-server");
+        assert!(bin.exists(), "{} is missing: build taskdeck-demo-server first", bin.display());
+        let spec = ServerSpec {
+            name: "demo".into(),
+            command: bin.display().to_string(),
+            args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
+            env: Default::default(),
+            cwd: None,
+        };
+        let opts = SessionOptions { force_era: Some(era), ..SessionOptions::default() };
+        Session::connect(&spec, opts, Arc::new(IgnoreEvents)).await.unwrap()
+    }
+
+    /// Follows a task to its end and returns the last snapshot.
+    async fn follow_to_the_end(session: &Session, tool: &str, args: serde_json::Value) -> TaskSnapshot {
+        let Ok(Started::Task(handle)) = session.start_tool(tool, args, &StartOptions::default()).await else {
+            panic!("{tool} did not start as a task");
+        };
+        let mut follow = session.follow(&handle, OPTS);
+        let mut last = None;
+        let all = async {
+            while let Some(next) = follow.next().await {
+                match next {
+                    Followed::Snapshot { snapshot, .. } => last = Some(*snapshot),
+                    other => panic!("{tool}: {other:?}"),
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), all).await.expect("the task ends");
+        last.expect("at least the final snapshot")
+    }
+
+    #[tokio::test]
+    async fn a_followed_task_ends_with_its_result_in_either_era() {
+        for era in [Era::Legacy, Era::Modern] {
+            let dir = tempfile::tempdir().unwrap();
+            let session = demo(dir.path(), era).await;
+            let done = follow_to_the_end(&session, "generate_report", json!({"topic": "tides", "seconds": 0.3})).await;
+            assert!(done.is_final(), "{era:?}: {done:?}");
+            assert_eq!(done.status, TaskStatus::Completed, "{era:?}");
+            assert!(done.result.as_ref().is_some_and(|r| !r.is_error()), "{era:?}: {done:?}");
+
+            // A tool error ends as the era says it (legacy `failed`, modern `completed`), and the
+            // snapshot carries what the tool said either way.
+            let failed = follow_to_the_end(&session, "flaky_export", json!({"fail_at": 10})).await;
+            assert!(failed.is_final(), "{era:?}: {failed:?}");
+            let expected = if era == Era::Legacy { TaskStatus::Failed } else { TaskStatus::Completed };
+            assert_eq!(failed.status, expected, "{era:?}: {failed:?}");
+            assert!(failed.result.as_ref().is_some_and(|r| r.is_error()) || failed.error.is_some(), "{failed:?}");
+            session.shutdown(Duration::from_millis(500)).await;
+        }
+    }
 
     #[test]
     fn the_servers_interval_is_honoured_within_the_callers_bounds() {
