@@ -25,6 +25,7 @@ use crate::config::{Config, Paths};
 use crate::decide::failure;
 use crate::driver;
 use crate::error::{EngineError, Result};
+use crate::gate::lock;
 use crate::hub::Hub;
 use crate::live::{AnswerMsg, DriverMsg};
 use crate::lock::DataDirLock;
@@ -393,7 +394,7 @@ impl Engine {
         for s in self.hub.servers.all() {
             s.shutdown().await;
         }
-        self.hub.lock.lock().unwrap_or_else(|p| p.into_inner()).take();
+        lock(&self.hub.lock).take();
     }
 }
 
