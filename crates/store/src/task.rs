@@ -272,4 +272,29 @@ mod tests {
             serde_json::json!({ "code": null, "message": "gone", "reason": "INTERRUPTED" })
         );
     }
+
+    #[test]
+    fn a_failure_reason_reads_back_from_the_store_as_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path().join("t.sqlite3")).unwrap();
+        for (n, reason) in
+            [FailureReason::UnknownToServer, FailureReason::Other("CRASH_RECOVERY".into())].into_iter().enumerate()
+        {
+            let task = store
+                .create_task(NewTask {
+                    server: "s".into(),
+                    tool: "t".into(),
+                    arguments: Value::Null,
+                    idempotency_key: format!("k{n}"),
+                    mode: Mode::Task,
+                })
+                .unwrap();
+            let error = TaskError { code: Some(-32602), message: "gone".into(), reason: Some(reason.clone()) };
+            let update = crate::Update::Failed { error: error.clone(), server_status: None };
+            store.apply(&task.id, update).unwrap();
+            assert_eq!(store.get(&task.id).unwrap().error, Some(error));
+            let logged = store.events(&task.id).unwrap().pop().unwrap();
+            assert_eq!(logged.data["error"]["reason"], Value::String(reason.as_str().into()));
+        }
+    }
 }
