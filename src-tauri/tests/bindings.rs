@@ -13,7 +13,7 @@ use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, TaskStatus};
-use taskdeck_store::{Answer, EventKind, Progress, Question};
+use taskdeck_store::{Answer, EventKind, FailureReason, Progress, Question};
 use ts_rs::{Config, TS};
 
 fn bindings_dir() -> PathBuf {
@@ -39,6 +39,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),
+        render::<FailureReason>(&cfg),
         render::<Progress>(&cfg),
         render::<Question>(&cfg),
         render::<QuestionRequest>(&cfg),

@@ -13,6 +13,7 @@
 //! The session holds no policy about *when* to poll or retry: that is the engine's.
 
 mod error;
+mod follow;
 mod model;
 mod process;
 mod session;
@@ -21,7 +22,10 @@ mod tracker;
 pub mod transport;
 
 pub use error::ClientError;
-pub use model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, Started, TaskSnapshot};
+pub use follow::{Follow, FollowOptions, Followed};
+pub use model::{
+    Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, Started, TaskSnapshot,
+};
 pub use process::{MAX_STDERR_LINE, ServerSpec};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
 pub use tasks::StartOptions;

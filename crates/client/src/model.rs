@@ -20,12 +20,23 @@ pub struct TaskSnapshot {
     pub poll_interval_ms: Option<i64>,
     /// Modern only: progress the server attached to the task.
     pub progress: Option<TaskProgress>,
-    /// Modern only: the outstanding questions of an `input_required` task.
+    /// The outstanding questions of an `input_required` task, where the server lists them with the
+    /// task (modern `inputRequests`); see `lists_questions`.
     pub questions: Vec<Question>,
-    /// Modern only: the result of a `completed` task.
+    /// Whether `questions` is the server's whole list of what it waits on. When it is not (legacy:
+    /// questions come as requests of their own), a snapshot without questions says nothing about
+    /// a question already asked.
+    #[serde(default)]
+    pub lists_questions: bool,
+    /// The result of a `completed` task, when this snapshot carries it: always in the modern era,
+    /// and in the legacy era once `tasks/result` has answered (see [`crate::Follow`]).
     pub result: Option<CallToolResult>,
-    /// Modern only: the JSON-RPC error of a `failed` task.
+    /// The JSON-RPC error of a `failed` task, when this snapshot carries it.
     pub error: Option<ErrorObject>,
+    /// The task has ended but its result or error comes separately (legacy `tasks/result`). Such a
+    /// snapshot is not the end yet: [`crate::Follow`] delivers a later one that carries it.
+    #[serde(default)]
+    pub result_follows: bool,
 }
 
 impl TaskSnapshot {
@@ -40,9 +51,17 @@ impl TaskSnapshot {
             poll_interval_ms: task.poll_interval,
             progress: None,
             questions: Vec::new(),
+            lists_questions: false,
             result: None,
             error: None,
+            result_follows: matches!(task.status, TaskStatus::Completed | TaskStatus::Failed),
         }
+    }
+
+    /// Whether this snapshot is the task's last word: terminal, with whatever result or error the
+    /// server will ever give.
+    pub fn is_final(&self) -> bool {
+        self.status.is_terminal() && !self.result_follows
     }
 
     /// Builds a snapshot from a modern `DetailedTask`. A malformed `result` or question is reported,
@@ -70,8 +89,10 @@ impl TaskSnapshot {
             poll_interval_ms: t.poll_interval_ms,
             progress,
             questions,
+            lists_questions: true,
             result,
             error: task.error,
+            result_follows: false,
         })
     }
 }

@@ -43,6 +43,15 @@ impl Session {
         }
     }
 
+    /// How the tool declares it runs as a task, where the server declares it per tool (legacy
+    /// `execution.taskSupport`); `None` where the server decides per call (modern).
+    pub fn task_support(&self, tool: &Tool) -> Option<TaskSupport> {
+        match self.era() {
+            Era::Legacy => Some(tool.task_support()),
+            Era::Modern => None,
+        }
+    }
+
     /// Calls a tool. A server that allows it makes it a task and answers with a handle at once;
     /// otherwise the call's result comes back when it is done.
     pub async fn start_tool(&self, name: &str, arguments: Value, opts: &StartOptions) -> Result<Started, ClientError> {

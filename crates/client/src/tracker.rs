@@ -98,6 +98,11 @@ impl TaskTracker {
         (self.observe(&early) == Verdict::Deliver).then_some(early)
     }
 
+    /// The newest status known for a task: delivered, polled or claimed.
+    pub fn status(&self, task_id: &str) -> Option<TaskStatus> {
+        self.known.get(task_id).map(|seen| seen.status)
+    }
+
     /// Records what a poll said, unless it is older than what we know or the task already ended.
     pub fn record(&mut self, s: &TaskSnapshot) {
         let fresh = Seen { status: s.status, at: s.last_updated_at.clone(), message: s.status_message.clone() };
@@ -128,8 +133,10 @@ mod tests {
             poll_interval_ms: None,
             progress: None,
             questions: vec![],
+            lists_questions: false,
             result: None,
             error: None,
+            result_follows: false,
         }
     }
 

@@ -7,18 +7,31 @@
 //!   driver per task, answers and cancels them, resumes them after a restart, and publishes every
 //!   change as an [`EngineEvent`].
 //!
-//! The order of truth is one way: server messages → driver → store → events → front end.
+//! Inside, one job per module and no cycle between them: `decide` says what a server's report
+//! means for a task (pure); `gate` is the one door to the store and publishes every write;
+//! `live` holds what only this process knows and routes session events; `driver` follows one
+//! task, doing only I/O; `hub` is what the facade and the drivers share.
+//!
+//! The order of truth is one way: server messages → driver → decide → gate (store) → events →
+//! front end.
 
 pub mod config;
+mod decide;
 mod driver;
 mod engine;
 mod error;
+mod event;
+mod gate;
+mod hub;
+mod live;
 pub mod lock;
 pub mod logs;
+mod options;
+mod servers;
 pub mod supervisor;
 mod validate;
 
 pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
 pub use error::{EngineError, ErrorCode, Result};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
-pub use taskdeck_store::{ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
+pub use taskdeck_store::{FailureReason, ListFilter, Mode, TaskError, TaskEvent, TaskRecord};

@@ -79,6 +79,46 @@ async fn modern_question_survives_a_restart_of_everything() {
     question_survives_a_restart_of_everything(Era::Modern).await;
 }
 
+/// A declined question ends the demo's task at once: its result follows the answer closely, and
+/// the answer must still be on record first, in both eras, for several tasks at once.
+#[tokio::test]
+async fn an_answer_is_on_record_before_the_result_it_led_to() {
+    for era in [Era::Legacy, Era::Modern] {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &["demo"]);
+        let engine = open(dir.path(), era).await;
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            ids.push(engine.run("demo", "diagnose_incident", json!({})).await.unwrap().id);
+        }
+        for id in &ids {
+            tokio::time::timeout(Duration::from_secs(30), engine.wait(id, taskdeck_engine::is_waiting_for_answer))
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        for id in &ids {
+            let answered = engine.answer(id, AnswerInput::Decline).await.unwrap();
+            // What `answer` returns is the task as the answer left it, never a later report.
+            assert_eq!(answered.status, TaskStatus::Working, "{answered:#?}");
+            assert!(answered.answer.is_some(), "{answered:#?}");
+        }
+        for id in &ids {
+            let done = tokio::time::timeout(Duration::from_secs(30), engine.wait(id, |r| r.status.is_terminal()))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(done.status, TaskStatus::Failed, "{era:?}: a declined diagnosis is the tool's error");
+            let events = engine.events(id).unwrap();
+            let at = |kind: taskdeck_store::EventKind| events.iter().position(|e| e.kind == kind);
+            let answer = at(taskdeck_store::EventKind::Answer);
+            let result = at(taskdeck_store::EventKind::Result);
+            assert!(answer.is_some() && result.is_some() && answer < result, "{era:?}: {events:#?}");
+        }
+        engine.shutdown().await;
+    }
+}
+
 async fn progress_is_recorded(era: Era) {
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), &["demo"]);

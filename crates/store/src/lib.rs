@@ -18,7 +18,8 @@ pub use open::APPLICATION_ID;
 pub use state::{Attempt, Update, can_transition, taskdeck_status};
 pub use store::Store;
 pub use task::{
-    Answer, EventKind, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent, TaskRecord,
+    Answer, EventKind, FailureReason, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent,
+    TaskRecord,
 };
 pub use taskdeck_protocol::{Era, TaskStatus};
 pub use time::rfc3339_millis;

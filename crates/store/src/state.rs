@@ -9,7 +9,7 @@ use taskdeck_protocol::types::CallToolResult;
 use taskdeck_protocol::{Era, TaskStatus};
 
 use crate::error::StoreError;
-use crate::task::{Answer, EventKind, Progress, Question, TaskError, TaskRecord};
+use crate::task::{Answer, EventKind, FailureReason, Progress, Question, TaskError, TaskRecord};
 
 /// A change to a task, as the engine reports it.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,6 +243,6 @@ fn tool_error(result: &Value) -> TaskError {
     TaskError {
         code: None,
         message: if text.is_empty() { "the tool reported an error".to_owned() } else { text },
-        reason: Some("tool result has isError: true".to_owned()),
+        reason: Some(FailureReason::ToolError),
     }
 }

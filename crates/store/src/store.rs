@@ -13,7 +13,8 @@ use taskdeck_protocol::{Era, TaskStatus};
 use crate::error::{Result, StoreError};
 use crate::state::{self, Plan, Update};
 use crate::task::{
-    Answer, EventKind, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent, TaskRecord,
+    Answer, EventKind, FailureReason, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent,
+    TaskRecord,
 };
 use crate::time;
 
@@ -277,7 +278,7 @@ impl Store {
             let error = TaskError {
                 code: None,
                 message: "Taskdeck stopped waiting for this task".into(),
-                reason: Some(reason.clone()),
+                reason: Some(FailureReason::from(reason.clone())),
             };
             let update = Update::Failed { error, server_status: None };
             write(&tx, &current, &update, &plan, &time::format(&now))?;
@@ -517,7 +518,7 @@ impl RawTask {
             error: self.error_message.map(|message| TaskError {
                 code: self.error_code,
                 message,
-                reason: self.error_reason,
+                reason: self.error_reason.map(FailureReason::from),
             }),
             created_at: time::parse(&self.created_at).map_err(|e| corrupt("created_at", e.to_string()))?,
             updated_at: time::parse(&self.updated_at).map_err(|e| corrupt("updated_at", e.to_string()))?,

@@ -72,7 +72,79 @@ pub struct Answer {
 pub struct TaskError {
     pub code: Option<i64>,
     pub message: String,
-    pub reason: Option<String>,
+    pub reason: Option<FailureReason>,
+}
+
+/// The cause of a failure, as Taskdeck decided it or as the server gave it. Each serialises to
+/// the string the store has always held and the CLI prints (`INTERRUPTED`, …), so the store's
+/// column, the JSON output and the UI read the same words; a server's own reason (say
+/// `CRASH_RECOVERY`) is kept exactly as given.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailureReason {
+    /// The task was in flight when Taskdeck or its server stopped, and cannot be continued.
+    #[serde(rename = "INTERRUPTED")]
+    Interrupted,
+    /// The server no longer knows the task (restarted, or expired it).
+    #[serde(rename = "UNKNOWN_TO_SERVER")]
+    UnknownToServer,
+    /// The server said the task ended but sent no result or error.
+    #[serde(rename = "NO_RESULT")]
+    NoResult,
+    /// The task was never sent: its server could not be reached.
+    #[serde(rename = "SERVER_UNAVAILABLE")]
+    ServerUnavailable,
+    /// The tool itself reported failure (`isError: true`).
+    #[serde(rename = "tool result has isError: true")]
+    ToolError,
+    /// Anything else, word for word: a server's `error.data.reason`, or Taskdeck's own prose.
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl FailureReason {
+    pub fn as_str(&self) -> &str {
+        match self {
+            FailureReason::Interrupted => "INTERRUPTED",
+            FailureReason::UnknownToServer => "UNKNOWN_TO_SERVER",
+            FailureReason::NoResult => "NO_RESULT",
+            FailureReason::ServerUnavailable => "SERVER_UNAVAILABLE",
+            FailureReason::ToolError => "tool result has isError: true",
+            FailureReason::Other(s) => s,
+        }
+    }
+}
+
+impl From<String> for FailureReason {
+    /// The inverse of [`FailureReason::as_str`], so a reason read back from the store is the one
+    /// written.
+    fn from(s: String) -> Self {
+        use FailureReason::*;
+        [Interrupted, UnknownToServer, NoResult, ServerUnavailable, ToolError]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .unwrap_or(Other(s))
+    }
+}
+
+impl From<&str> for FailureReason {
+    fn from(s: &str) -> Self {
+        FailureReason::from(s.to_owned())
+    }
+}
+
+/// Reads as its string, so code that printed or compared the reason as text still does.
+impl std::ops::Deref for FailureReason {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -169,4 +241,57 @@ pub struct ListFilter {
 pub struct Reclaimed {
     pub id: String,
     pub reason: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_reasons_read_and_write_the_strings_stored_before_they_were_typed() {
+        let cases = [
+            (FailureReason::Interrupted, "INTERRUPTED"),
+            (FailureReason::UnknownToServer, "UNKNOWN_TO_SERVER"),
+            (FailureReason::NoResult, "NO_RESULT"),
+            (FailureReason::ServerUnavailable, "SERVER_UNAVAILABLE"),
+            (FailureReason::ToolError, "tool result has isError: true"),
+            (FailureReason::Other("CRASH_RECOVERY".into()), "CRASH_RECOVERY"),
+        ];
+        for (reason, text) in cases {
+            assert_eq!(serde_json::to_value(&reason).unwrap(), Value::String(text.into()));
+            assert_eq!(serde_json::from_value::<FailureReason>(Value::String(text.into())).unwrap(), reason);
+            assert_eq!(FailureReason::from(text), reason);
+            assert_eq!(reason.to_string(), text);
+        }
+        let error = TaskError { code: None, message: "gone".into(), reason: Some(FailureReason::Interrupted) };
+        assert_eq!(
+            serde_json::to_value(&error).unwrap(),
+            serde_json::json!({ "code": null, "message": "gone", "reason": "INTERRUPTED" })
+        );
+    }
+
+    #[test]
+    fn a_failure_reason_reads_back_from_the_store_as_it_was_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::Store::open(dir.path().join("t.sqlite3")).unwrap();
+        for (n, reason) in
+            [FailureReason::UnknownToServer, FailureReason::Other("CRASH_RECOVERY".into())].into_iter().enumerate()
+        {
+            let task = store
+                .create_task(NewTask {
+                    server: "s".into(),
+                    tool: "t".into(),
+                    arguments: Value::Null,
+                    idempotency_key: format!("k{n}"),
+                    mode: Mode::Task,
+                })
+                .unwrap();
+            let error = TaskError { code: Some(-32602), message: "gone".into(), reason: Some(reason.clone()) };
+            let update = crate::Update::Failed { error: error.clone(), server_status: None };
+            store.apply(&task.id, update).unwrap();
+            assert_eq!(store.get(&task.id).unwrap().error, Some(error));
+            let logged = store.events(&task.id).unwrap().pop().unwrap();
+            assert_eq!(logged.data["error"]["reason"], Value::String(reason.as_str().into()));
+        }
+    }
 }

@@ -1,0 +1,344 @@
+//! Following one task to its end, whatever the era: the caller gets snapshots, and the last one
+//! carries the task's result or error. How they are obtained is this module's business:
+//! - both eras poll `tasks/get` at the server's `pollInterval`, within bounds the caller sets;
+//! - legacy keeps a `tasks/result` outstanding, which blocks until the end, delivers the result,
+//!   and is the channel many legacy servers ask their questions on (server-quirks 2);
+//! - a legacy task seen ended without that request outstanding gets its result fetched once.
+//!
+//! Status notifications are not read here: they reach the session's handler in wire order with
+//! the questions, and the caller keeps that order itself.
+
+use std::time::Duration;
+
+use taskdeck_protocol::types::CallToolResult;
+use taskdeck_protocol::{Era, ErrorObject, TaskStatus, codes};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::model::TaskSnapshot;
+use crate::{ClientError, Session};
+
+/// How often to ask, in the caller's words: the server's `pollInterval` is honoured within
+/// `min_poll..=max_poll`, and `default_poll` stands in while the server has not given one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowOptions {
+    pub min_poll: Duration,
+    pub max_poll: Duration,
+    pub default_poll: Duration,
+}
+
+impl FollowOptions {
+    fn every(&self, asked_ms: Option<i64>) -> Duration {
+        let asked = asked_ms.filter(|m| *m > 0).map(|m| Duration::from_millis(m as u64)).unwrap_or(self.default_poll);
+        asked.clamp(self.min_poll, self.max_poll.max(self.min_poll))
+    }
+}
+
+/// What following a task yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Followed {
+    /// The task as the server described it. `asked_at` is when the request that learned it was
+    /// sent: a snapshot asked for before something the caller did (an answer) may predate it.
+    Snapshot { snapshot: Box<TaskSnapshot>, asked_at: Instant },
+    /// The server does not know the task (`-32602`): it restarted without it, or expired it.
+    Unknown(ClientError),
+    /// The session is gone; follow the task again on the next one.
+    Lost(ClientError),
+}
+
+/// A task being followed. Dropping it stops the requests it keeps going. [`Follow::next`] is
+/// cancel-safe: nothing is lost when a `select!` picks another branch.
+pub struct Follow {
+    rx: mpsc::UnboundedReceiver<Followed>,
+    worker: JoinHandle<()>,
+}
+
+impl Follow {
+    /// The next thing learned, or `None` once the task has ended (after its final snapshot, an
+    /// `Unknown` or a `Lost`).
+    pub async fn next(&mut self) -> Option<Followed> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        self.worker.abort();
+    }
+}
+
+/// How long a legacy task that has ended gets to hand over its result.
+const SETTLE_WAIT: Duration = Duration::from_secs(10);
+
+impl Session {
+    /// Follows a task this session knows (created or attached), starting from `last`, the
+    /// snapshot the caller has. Yields a snapshot for every poll and, at the end, one that
+    /// [`TaskSnapshot::is_final`] with its result or error.
+    pub fn follow(&self, last: &TaskSnapshot, opts: FollowOptions) -> Follow {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let worker = tokio::spawn(follow_loop(self.clone(), last.task_id.clone(), last.poll_interval_ms, opts, tx));
+        Follow { rx, worker }
+    }
+
+    /// Completes a snapshot that says a legacy task ended but not how: fetches its result (or the
+    /// error it ended in) with `tasks/result`, which no longer blocks. Any other snapshot is
+    /// returned as it is. A server that does not hand the result over within a few seconds
+    /// leaves a final snapshot without one.
+    pub async fn settle(&self, s: TaskSnapshot) -> Result<TaskSnapshot, ClientError> {
+        if !s.result_follows {
+            return Ok(s);
+        }
+        let status = s.status;
+        match tokio::time::timeout(SETTLE_WAIT, self.task_result(&s.task_id)).await {
+            Ok(Ok(result)) => Ok(with_result(s, status, result)),
+            Ok(Err(e)) if e.is_server_gone() => Err(e),
+            Ok(Err(e)) => Ok(with_error(s, status, &e)),
+            Err(_) => Ok(TaskSnapshot { result_follows: false, ..s }),
+        }
+    }
+
+    /// The status the server last gave for a task that `tasks/result` says has ended: from the
+    /// notification that usually came just before the result, else from asking.
+    async fn ended_as(&self, task_id: &str) -> TaskSnapshot {
+        let known = self.lock_state().tracker.status(task_id);
+        match known {
+            Some(s) if s.is_terminal() => synthetic(task_id, s),
+            _ => match self.get_task(task_id).await {
+                Ok(s) if s.status.is_terminal() => s,
+                // The result says it is over, whatever a lagging tasks/get claims.
+                _ => synthetic(task_id, TaskStatus::Completed),
+            },
+        }
+    }
+}
+
+/// A snapshot for a status known without a fresh one from the server.
+fn synthetic(task_id: &str, status: TaskStatus) -> TaskSnapshot {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    TaskSnapshot {
+        task_id: task_id.to_owned(),
+        status,
+        status_message: None,
+        created_at: now.clone(),
+        last_updated_at: now,
+        ttl_ms: None,
+        poll_interval_ms: None,
+        progress: None,
+        questions: Vec::new(),
+        lists_questions: false,
+        result: None,
+        error: None,
+        result_follows: false,
+    }
+}
+
+fn with_result(s: TaskSnapshot, status: TaskStatus, result: CallToolResult) -> TaskSnapshot {
+    TaskSnapshot { status, result: Some(result), error: None, result_follows: false, ..s }
+}
+
+/// The error a task ended in, as `tasks/result` gave it. A JSON-RPC error is kept whole; any other
+/// failure (an unreadable result) is described as an internal error.
+fn with_error(s: TaskSnapshot, status: TaskStatus, e: &ClientError) -> TaskSnapshot {
+    let error = match e.rpc_error() {
+        Some(rpc) => rpc.clone(),
+        None => ErrorObject::new(codes::INTERNAL_ERROR, e.to_string()),
+    };
+    TaskSnapshot { status, result: None, error: Some(error), result_follows: false, ..s }
+}
+
+/// The legacy `tasks/result` kept outstanding; it must not outlive the follow.
+struct ResultCall(Option<JoinHandle<Result<CallToolResult, ClientError>>>);
+
+impl Drop for ResultCall {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.abort();
+        }
+    }
+}
+
+async fn follow_loop(
+    session: Session,
+    task_id: String,
+    poll_ms: Option<i64>,
+    opts: FollowOptions,
+    tx: mpsc::UnboundedSender<Followed>,
+) {
+    let send = |snapshot: TaskSnapshot, asked_at: Instant| {
+        let _ = tx.send(Followed::Snapshot { snapshot: Box::new(snapshot), asked_at });
+    };
+    let mut call = ResultCall((session.era() == Era::Legacy).then(|| {
+        let s = session.clone();
+        let id = task_id.clone();
+        tokio::spawn(async move { s.task_result(&id).await })
+    }));
+    let mut server_poll = poll_ms;
+    let mut every = opts.every(server_poll);
+    loop {
+        tokio::select! {
+            res = async { call.0.as_mut().expect("guarded").await }, if call.0.is_some() => {
+                call.0 = None;
+                let asked_at = Instant::now();
+                match res {
+                    Ok(Ok(result)) => {
+                        let ended = session.ended_as(&task_id).await;
+                        let status = ended.status;
+                        send(with_result(ended, status, result), asked_at);
+                        return;
+                    }
+                    Ok(Err(e)) if e.is_server_gone() => {
+                        let _ = tx.send(Followed::Lost(e));
+                        return;
+                    }
+                    Ok(Err(e @ ClientError::Rpc { .. })) => {
+                        // No result: the task failed with this error, was cancelled, or the server
+                        // answered before the end. Ask which.
+                        match session.get_task(&task_id).await {
+                            Ok(s) if s.status == TaskStatus::Cancelled => {
+                                send(s, asked_at);
+                                return;
+                            }
+                            // Answered early: keep polling, and do not ask again.
+                            Ok(s) if !s.status.is_terminal() => send(s, asked_at),
+                            Ok(s) => {
+                                send(with_error(s, TaskStatus::Failed, &e), asked_at);
+                                return;
+                            }
+                            Err(_) => {
+                                let s = synthetic(&task_id, TaskStatus::Failed);
+                                send(with_error(s, TaskStatus::Failed, &e), asked_at);
+                                return;
+                            }
+                        }
+                    }
+                    Ok(Err(e)) => tracing::warn!(task = %task_id, "tasks/result failed: {e}"),
+                    Err(_) => {}
+                }
+            },
+            _ = tokio::time::sleep(every) => {
+                let asked_at = Instant::now();
+                match session.get_task(&task_id).await {
+                    Ok(s) => {
+                        server_poll = s.poll_interval_ms.or(server_poll);
+                        every = opts.every(server_poll);
+                        if s.is_final() {
+                            send(s, asked_at);
+                            return;
+                        }
+                        if !s.result_follows {
+                            send(s, asked_at);
+                        } else if call.0.is_none() {
+                            // Ended while no tasks/result was outstanding (say it errored): fetch
+                            // how, once. With one outstanding, its answer is on the way.
+                            match session.settle(s).await {
+                                Ok(settled) => send(settled, asked_at),
+                                Err(e) => {
+                                    let _ = tx.send(Followed::Lost(e));
+                                }
+                            }
+                            return;
+                        }
+                    }
+                    Err(e) if e.rpc_error().is_some_and(|r| r.code == codes::INVALID_PARAMS) => {
+                        let _ = tx.send(Followed::Unknown(e));
+                        return;
+                    }
+                    Err(e) if e.is_server_gone() => {
+                        let _ = tx.send(Followed::Lost(e));
+                        return;
+                    }
+                    Err(e) => tracing::warn!(task = %task_id, "polling failed: {e}"),
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::{IgnoreEvents, ServerSpec, SessionOptions, StartOptions, Started};
+
+    const OPTS: FollowOptions = FollowOptions {
+        min_poll: Duration::from_millis(50),
+        max_poll: Duration::from_secs(5),
+        default_poll: Duration::from_secs(1),
+    };
+
+    /// The demo server, in the era asked for.
+    async fn demo(state: &Path, era: Era) -> Session {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe.parent().and_then(Path::parent).unwrap().join("taskdeck-demo-server");
+        assert!(bin.exists(), "{} is missing: build taskdeck-demo-server first", bin.display());
+        let spec = ServerSpec {
+            name: "demo".into(),
+            command: bin.display().to_string(),
+            args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
+            env: Default::default(),
+            cwd: None,
+        };
+        let opts = SessionOptions { force_era: Some(era), ..SessionOptions::default() };
+        Session::connect(&spec, opts, Arc::new(IgnoreEvents)).await.unwrap()
+    }
+
+    /// Follows a task to its end and returns the last snapshot.
+    async fn follow_to_the_end(session: &Session, tool: &str, args: serde_json::Value) -> TaskSnapshot {
+        let Ok(Started::Task(handle)) = session.start_tool(tool, args, &StartOptions::default()).await else {
+            panic!("{tool} did not start as a task");
+        };
+        let mut follow = session.follow(&handle, OPTS);
+        let mut last = None;
+        let all = async {
+            while let Some(next) = follow.next().await {
+                match next {
+                    Followed::Snapshot { snapshot, .. } => last = Some(*snapshot),
+                    other => panic!("{tool}: {other:?}"),
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), all).await.expect("the task ends");
+        last.expect("at least the final snapshot")
+    }
+
+    #[tokio::test]
+    async fn a_followed_task_ends_with_its_result_in_either_era() {
+        for era in [Era::Legacy, Era::Modern] {
+            let dir = tempfile::tempdir().unwrap();
+            let session = demo(dir.path(), era).await;
+            let done = follow_to_the_end(&session, "generate_report", json!({"topic": "tides", "seconds": 0.3})).await;
+            assert!(done.is_final(), "{era:?}: {done:?}");
+            assert_eq!(done.status, TaskStatus::Completed, "{era:?}");
+            assert!(done.result.as_ref().is_some_and(|r| !r.is_error()), "{era:?}: {done:?}");
+
+            // A tool error ends as the era says it (legacy `failed`, modern `completed`), and the
+            // snapshot carries what the tool said either way.
+            let failed = follow_to_the_end(&session, "flaky_export", json!({"fail_at": 10})).await;
+            assert!(failed.is_final(), "{era:?}: {failed:?}");
+            let expected = if era == Era::Legacy { TaskStatus::Failed } else { TaskStatus::Completed };
+            assert_eq!(failed.status, expected, "{era:?}: {failed:?}");
+            assert!(failed.result.as_ref().is_some_and(|r| r.is_error()) || failed.error.is_some(), "{failed:?}");
+            session.shutdown(Duration::from_millis(500)).await;
+        }
+    }
+
+    #[test]
+    fn the_servers_interval_is_honoured_within_the_callers_bounds() {
+        let opts = FollowOptions {
+            min_poll: Duration::from_millis(50),
+            max_poll: Duration::from_secs(5),
+            default_poll: Duration::from_secs(1),
+        };
+        assert_eq!(opts.every(Some(250)), Duration::from_millis(250));
+        assert_eq!(opts.every(Some(0)), Duration::from_secs(1), "0 is nonsense, not a request to spin");
+        assert_eq!(opts.every(Some(-5)), Duration::from_secs(1));
+        assert_eq!(opts.every(Some(10)), Duration::from_millis(50));
+        assert_eq!(opts.every(Some(60_000)), Duration::from_secs(5));
+        assert_eq!(opts.every(None), Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,450 @@
+//! What a server's report means for a task: the one place a driver's updates are decided. Pure,
+//! in the spirit of `store/state.rs::plan`: given the task as stored (and the little the engine
+//! knows beside it) and a snapshot from the server, the actions to carry out. Which status the
+//! task may move to is still the store's decision; this decides what the engine asks of it.
+//!
+//! No era is named here: the client's snapshot says whether a result is still to come
+//! (`result_follows`) and whether its question list is the whole truth (`lists_questions`).
+
+use serde_json::Value;
+use taskdeck_client::{ClientError, Question, QuestionKey, TaskSnapshot};
+use taskdeck_protocol::{ErrorObject, TaskStatus};
+use taskdeck_store::{FailureReason, Progress, TaskError, TaskRecord, Update};
+
+/// One thing to do about a report.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Action {
+    /// Written with the next flush; only the latest value per task.
+    Progress(Progress),
+    /// A new status message on a task that stays `working`: written with the next flush.
+    DeferMessage { message: Option<String>, server_status: Option<String> },
+    /// Written at once.
+    Write(Update),
+    /// The server waits on the user: recorded, and `key` kept to answer it on this session.
+    Ask { key: QuestionKey, update: Update },
+}
+
+/// What the engine knows beside the stored record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Context {
+    /// The status message the task shows once the messages waiting for the flush are written.
+    pub latest_message: Option<String>,
+    /// The pending question was asked on the session open now (and not withdrawn), so it can
+    /// still be answered.
+    pub question_open: bool,
+}
+
+pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<Action> {
+    let mut out = Vec::new();
+    if let Some(p) = &s.progress {
+        out.push(Action::Progress(Progress { progress: p.progress, total: p.total, message: p.message.clone() }));
+    }
+    let server_status = Some(s.status.to_string());
+    let waiting = rec.status == TaskStatus::InputRequired && rec.question.is_some();
+    match s.status {
+        // A server whose questions come as requests of their own may go on saying `working`
+        // while one is open (server-quirks 2); only its answer, its withdrawal or the task's end
+        // takes the question away. A server that lists its questions has taken it back.
+        TaskStatus::Working if waiting && ctx.question_open && !s.lists_questions => {}
+        TaskStatus::Working if rec.status == TaskStatus::Working => {
+            if ctx.latest_message != s.status_message {
+                out.push(Action::DeferMessage { message: s.status_message.clone(), server_status });
+            }
+        }
+        TaskStatus::Working => out.push(Action::Write(Update::Status {
+            status: TaskStatus::Working,
+            message: s.status_message.clone(),
+            server_status,
+        })),
+        TaskStatus::InputRequired => match s.questions.iter().find(|q| q.is_elicitation()) {
+            Some(q) => {
+                let asked = ask(q, s.status_message.clone());
+                let repeated = matches!(&asked, Action::Ask { update: Update::Question { question, message }, .. }
+                    if rec.status == TaskStatus::InputRequired
+                        && rec.question.as_ref() == Some(&**question)
+                        && rec.status_message == *message);
+                if !repeated {
+                    out.push(asked);
+                }
+            }
+            // The question comes as a request of its own; keep the one we have.
+            None => {
+                if rec.status != TaskStatus::InputRequired || rec.status_message != s.status_message {
+                    out.push(Action::Write(Update::Status {
+                        status: TaskStatus::InputRequired,
+                        message: s.status_message.clone(),
+                        server_status,
+                    }));
+                }
+            }
+        },
+        TaskStatus::Cancelled => out.push(Action::Write(Update::Cancelled {
+            reason: s.status_message.clone().or_else(|| Some("cancelled".into())),
+            server_status,
+        })),
+        // Over, but how comes in a later snapshot.
+        TaskStatus::Completed | TaskStatus::Failed if s.result_follows => {}
+        TaskStatus::Completed | TaskStatus::Failed => out.push(Action::Write(match (&s.result, &s.error) {
+            // A tool error is a result too (`isError`); the store makes it failed, in either era.
+            (Some(result), _) => {
+                Update::Completed { result: serde_json::to_value(result).unwrap_or_default(), server_status }
+            }
+            (None, Some(error)) => Update::Failed { error: from_rpc(error), server_status },
+            (None, None) => Update::Failed {
+                error: TaskError {
+                    code: None,
+                    message: format!("the server said {} but sent no result", s.status),
+                    reason: Some(FailureReason::NoResult),
+                },
+                server_status,
+            },
+        })),
+    }
+    out
+}
+
+/// The question a server asked, as recorded: kept whole under its key so its form can be rebuilt
+/// after a restart; its message is the task's, or else the question's own.
+pub(crate) fn ask(q: &Question, status_message: Option<String>) -> Action {
+    let message = status_message.or_else(|| q.message.clone());
+    Action::Ask { key: q.key.clone(), update: Update::Question { question: Box::new(q.clone()), message } }
+}
+
+/// A failure Taskdeck decides itself.
+pub(crate) fn failure(code: Option<i64>, message: impl Into<String>, reason: FailureReason) -> Update {
+    Update::Failed { error: TaskError { code, message: message.into(), reason: Some(reason) }, server_status: None }
+}
+
+fn from_rpc(e: &ErrorObject) -> TaskError {
+    TaskError {
+        code: Some(e.code),
+        message: e.message.clone(),
+        reason: e.data.as_ref().and_then(|d| d.get("reason")).and_then(Value::as_str).map(FailureReason::from),
+    }
+}
+
+/// How a request that failed on the client's side ends a task.
+pub(crate) fn error_of(e: &ClientError) -> TaskError {
+    match e {
+        ClientError::Rpc { error, .. } => from_rpc(error),
+        ClientError::ServerExited { .. } => {
+            TaskError { code: None, message: e.to_string(), reason: Some(FailureReason::Interrupted) }
+        }
+        other => TaskError { code: None, message: other.to_string(), reason: None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use taskdeck_client::QuestionRequest;
+    use taskdeck_protocol::types::CallToolResult;
+    use taskdeck_protocol::{Era, RequestId, methods};
+    use taskdeck_store::Mode;
+
+    fn record(status: TaskStatus, message: Option<&str>, question: Option<&Question>) -> TaskRecord {
+        let now = chrono::Utc::now();
+        let question = question.map(|q| match ask(q, None) {
+            Action::Ask { update: Update::Question { question, .. }, .. } => *question,
+            other => unreachable!("{other:?}"),
+        });
+        TaskRecord {
+            id: "t".into(),
+            server: "s".into(),
+            tool: "tool".into(),
+            arguments: json!({}),
+            idempotency_key: "k".into(),
+            mode: Mode::Task,
+            era: Some(Era::Legacy),
+            remote_task_id: Some("r".into()),
+            status,
+            status_message: message.map(str::to_owned),
+            progress: None,
+            question,
+            answer: None,
+            result: None,
+            error: None,
+            ttl_ms: None,
+            poll_interval_ms: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn snap(status: TaskStatus, message: Option<&str>) -> TaskSnapshot {
+        TaskSnapshot {
+            task_id: "r".into(),
+            status,
+            status_message: message.map(str::to_owned),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            last_updated_at: "2026-01-01T00:00:01Z".into(),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            progress: None,
+            questions: Vec::new(),
+            lists_questions: false,
+            result: None,
+            error: None,
+            result_follows: false,
+        }
+    }
+
+    fn question(key: QuestionKey) -> Question {
+        let request = QuestionRequest {
+            method: methods::ELICITATION_CREATE.into(),
+            params: json!({"mode": "form", "message": "Pick one", "requestedSchema": {"type": "object"}}),
+        };
+        Question::decode(key, Some("r".into()), request)
+    }
+
+    fn tool_result(is_error: bool) -> CallToolResult {
+        serde_json::from_value(json!({"content": [{"type": "text", "text": "out"}], "isError": is_error})).unwrap()
+    }
+
+    fn status(status: TaskStatus, message: Option<&str>, said: &str) -> Action {
+        Action::Write(Update::Status { status, message: message.map(str::to_owned), server_status: Some(said.into()) })
+    }
+
+    fn failed(message: &str, reason: FailureReason, said: &str) -> Action {
+        Action::Write(Update::Failed {
+            error: TaskError { code: None, message: message.into(), reason: Some(reason) },
+            server_status: Some(said.into()),
+        })
+    }
+
+    #[test]
+    fn every_report_a_server_can_make_is_decided_once() {
+        use TaskStatus::*;
+        let legacy_q = question(QuestionKey::Request(RequestId::Number(7)));
+        let modern_q = question(QuestionKey::InputKey("colour".into()));
+        let open = Context { latest_message: None, question_open: true };
+        let with = |mut s: TaskSnapshot, f: &dyn Fn(&mut TaskSnapshot)| {
+            f(&mut s);
+            s
+        };
+        let listed = |q: &Question| {
+            let q = q.clone();
+            move |s: &mut TaskSnapshot| {
+                s.questions = vec![q.clone()];
+                s.lists_questions = true;
+            }
+        };
+        let result = |r: CallToolResult| move |s: &mut TaskSnapshot| s.result = Some(r.clone());
+        let cases: Vec<(&str, TaskRecord, Context, TaskSnapshot, Vec<Action>)> = vec![
+            (
+                "the handle's own working repeats what the store says",
+                record(Working, None, None),
+                Context::default(),
+                snap(Working, None),
+                vec![],
+            ),
+            (
+                "a stage message on a working task waits for the flush",
+                record(Working, None, None),
+                Context::default(),
+                snap(Working, Some("Preparing")),
+                vec![Action::DeferMessage { message: Some("Preparing".into()), server_status: Some("working".into()) }],
+            ),
+            (
+                "a duplicate of the message waiting for the flush is no news",
+                record(Working, None, None),
+                Context { latest_message: Some("Preparing".into()), question_open: false },
+                snap(Working, Some("Preparing")),
+                vec![],
+            ),
+            (
+                "the message the store had, after another waits, is news again",
+                record(Working, Some("A"), None),
+                Context { latest_message: Some("B".into()), question_open: false },
+                snap(Working, Some("A")),
+                vec![Action::DeferMessage { message: Some("A".into()), server_status: Some("working".into()) }],
+            ),
+            (
+                "progress rides along, whatever the status says",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(Working, None), &|s| {
+                    s.progress = serde_json::from_value(json!({"progress": 2.0, "total": 5.0})).ok()
+                }),
+                vec![Action::Progress(Progress { progress: 2.0, total: Some(5.0), message: None })],
+            ),
+            (
+                "input_required before its question: the status now, the question when it comes",
+                record(Working, Some("Preparing"), None),
+                Context::default(),
+                snap(InputRequired, Some("Waiting for a choice")),
+                vec![status(InputRequired, Some("Waiting for a choice"), "input_required")],
+            ),
+            (
+                "input_required again with the question already kept changes nothing",
+                record(InputRequired, Some("Waiting"), Some(&legacy_q)),
+                open.clone(),
+                snap(InputRequired, Some("Waiting")),
+                vec![],
+            ),
+            (
+                "a working that comes after an open question does not take it away",
+                record(InputRequired, Some("Waiting"), Some(&legacy_q)),
+                open.clone(),
+                snap(Working, Some("Preparing")),
+                vec![],
+            ),
+            (
+                "a working after a question no longer open here means the server moved on",
+                record(InputRequired, Some("Waiting"), Some(&legacy_q)),
+                Context::default(),
+                snap(Working, None),
+                vec![status(Working, None, "working")],
+            ),
+            (
+                "a server that lists its questions and lists none has taken it back",
+                record(InputRequired, Some("Waiting"), Some(&modern_q)),
+                open.clone(),
+                with(snap(Working, None), &|s| s.lists_questions = true),
+                vec![status(Working, None, "working")],
+            ),
+            (
+                "a listed question is asked with the task's message",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(InputRequired, Some("Need a colour")), &listed(&modern_q)),
+                vec![ask(&modern_q, Some("Need a colour".into()))],
+            ),
+            (
+                "a listed question repeated by the next poll is not asked twice",
+                record(InputRequired, Some("Need a colour"), Some(&modern_q)),
+                open.clone(),
+                with(snap(InputRequired, Some("Need a colour")), &listed(&modern_q)),
+                vec![],
+            ),
+            (
+                "completed with its result",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(Completed, None), &result(tool_result(false))),
+                vec![Action::Write(Update::Completed {
+                    result: serde_json::to_value(tool_result(false)).unwrap(),
+                    server_status: Some("completed".into()),
+                })],
+            ),
+            (
+                "completed without a result fails, saying so",
+                record(Working, None, None),
+                Context::default(),
+                snap(Completed, None),
+                vec![failed("the server said completed but sent no result", FailureReason::NoResult, "completed")],
+            ),
+            (
+                "failed without an error fails, saying so",
+                record(Working, None, None),
+                Context::default(),
+                snap(Failed, None),
+                vec![failed("the server said failed but sent no result", FailureReason::NoResult, "failed")],
+            ),
+            (
+                "an end whose result comes separately waits for it",
+                record(InputRequired, None, Some(&legacy_q)),
+                open.clone(),
+                with(snap(Completed, None), &|s| s.result_follows = true),
+                vec![],
+            ),
+            (
+                "a tool error reported as failed (legacy) keeps the server's word and its result",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(Failed, None), &result(tool_result(true))),
+                vec![Action::Write(Update::Completed {
+                    result: serde_json::to_value(tool_result(true)).unwrap(),
+                    server_status: Some("failed".into()),
+                })],
+            ),
+            (
+                "a tool error reported as completed with isError (modern) keeps the server's word",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(Completed, None), &result(tool_result(true))),
+                vec![Action::Write(Update::Completed {
+                    result: serde_json::to_value(tool_result(true)).unwrap(),
+                    server_status: Some("completed".into()),
+                })],
+            ),
+            (
+                "a JSON-RPC error ends the task with the server's code and reason",
+                record(Working, None, None),
+                Context::default(),
+                with(snap(Failed, None), &|s| {
+                    s.error = Some(ErrorObject {
+                        code: -32603,
+                        message: "crashed".into(),
+                        data: Some(json!({"reason": "CRASH_RECOVERY"})),
+                    })
+                }),
+                vec![Action::Write(Update::Failed {
+                    error: TaskError {
+                        code: Some(-32603),
+                        message: "crashed".into(),
+                        reason: Some(FailureReason::Other("CRASH_RECOVERY".into())),
+                    },
+                    server_status: Some("failed".into()),
+                })],
+            ),
+            (
+                "cancelled, with the server's message as the reason",
+                record(InputRequired, None, Some(&legacy_q)),
+                open.clone(),
+                snap(Cancelled, Some("stopped by the server")),
+                vec![Action::Write(Update::Cancelled {
+                    reason: Some("stopped by the server".into()),
+                    server_status: Some("cancelled".into()),
+                })],
+            ),
+            (
+                "cancelled without a message",
+                record(Working, None, None),
+                Context::default(),
+                snap(Cancelled, None),
+                vec![Action::Write(Update::Cancelled {
+                    reason: Some("cancelled".into()),
+                    server_status: Some("cancelled".into()),
+                })],
+            ),
+        ];
+        let mut wrong = Vec::new();
+        for (case, rec, ctx, s, expected) in &cases {
+            let got = decide(rec, ctx, s);
+            if &got != expected {
+                wrong.push(format!("{case}:\n  expected {expected:?}\n  got      {got:?}"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn a_question_that_came_early_is_asked_like_any_other() {
+        // Reports that overtake their task's handle are decided the same way once it arrives:
+        // the early question is recorded, and the handle's `working` after it leaves it alone.
+        let q = question(QuestionKey::Request(RequestId::Number(1)));
+        let rec = record(TaskStatus::Working, None, None);
+        let asked = ask(&q, None);
+        assert!(
+            matches!(&asked, Action::Ask { update: Update::Question { message: Some(m), .. }, .. } if m == "Pick one")
+        );
+        let waiting = record(TaskStatus::InputRequired, Some("Pick one"), Some(&q));
+        let ctx = Context { latest_message: Some("Pick one".into()), question_open: true };
+        assert_eq!(decide(&waiting, &ctx, &snap(TaskStatus::Working, None)), vec![]);
+        assert_eq!(decide(&rec, &Context::default(), &snap(TaskStatus::Working, None)), vec![]);
+    }
+
+    #[test]
+    fn client_failures_end_tasks_with_a_typed_reason() {
+        let gone = ClientError::ServerExited { server: "s".into(), reason: "killed".into() };
+        assert_eq!(error_of(&gone).reason, Some(FailureReason::Interrupted));
+        let rpc = ClientError::Rpc {
+            server: "s".into(),
+            method: "tools/call".into(),
+            error: Box::new(ErrorObject { code: -32602, message: "bad".into(), data: None }),
+        };
+        assert_eq!(error_of(&rpc), TaskError { code: Some(-32602), message: "bad".into(), reason: None });
+    }
+}

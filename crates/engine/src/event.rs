@@ -1,0 +1,27 @@
+//! What the engine publishes to front ends.
+
+use serde::Serialize;
+use taskdeck_store::TaskRecord;
+
+use crate::supervisor::{LogLine, ServerStatus};
+
+/// Everything the engine publishes. Lagging subscribers should re-read the store.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EngineEvent {
+    Task {
+        task: Box<TaskRecord>,
+    },
+    Server {
+        server: ServerStatus,
+    },
+    ServerLog {
+        server: String,
+        line: LogLine,
+    },
+    /// The server's tools changed; re-list them.
+    ToolsChanged {
+        server: String,
+    },
+}

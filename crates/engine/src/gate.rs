@@ -1,0 +1,299 @@
+//! The write gate: every store write the engine makes goes through here, and every write that
+//! lands is published as [`EngineEvent::Task`] from here, so no caller can forget to.
+//!
+//! Progress and the status messages of a task that stays `working` are not worth a commit each
+//! (servers send one per stage, progress many a second): they wait in memory and are written
+//! together in one transaction per flush. Any other write to a task first takes what waits for
+//! it into the same transaction, so the log keeps every message in order and a task's final
+//! progress lands before its result.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use taskdeck_protocol::{Era, TaskStatus};
+use taskdeck_store::{NewTask, Progress, Store, StoreError, TaskRecord, Update};
+use tokio::sync::{broadcast, watch};
+
+use crate::error::{EngineError, Result};
+use crate::event::EngineEvent;
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+type Watched = Arc<Mutex<HashMap<String, watch::Sender<Option<TaskRecord>>>>>;
+
+pub(crate) struct Gate {
+    store: Store,
+    events: broadcast::Sender<EngineEvent>,
+    /// The tasks someone waits on, each with the record last published for it.
+    watched: Watched,
+    deferred: Mutex<Deferred>,
+    /// Held while deferred writes are taken and written, so a task's deferred writes always land
+    /// before (never after) the next update applied to it.
+    writing: Mutex<()>,
+}
+
+#[derive(Default)]
+struct Deferred {
+    /// The latest progress per task.
+    progress: HashMap<String, Progress>,
+    /// Status-message changes, in arrival order per task.
+    messages: HashMap<String, Vec<Update>>,
+}
+
+impl Gate {
+    pub fn new(store: Store) -> Gate {
+        let (events, _) = broadcast::channel(4096);
+        Gate { store, events, watched: Arc::default(), deferred: Mutex::default(), writing: Mutex::new(()) }
+    }
+
+    /// For reading. Writes go through the gate's own methods.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn get(&self, id: &str) -> Result<TaskRecord> {
+        Ok(self.store.get(id)?)
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.events.subscribe()
+    }
+
+    /// Publishes an event that is not a task write (servers, logs, tools).
+    pub fn announce(&self, event: EngineEvent) {
+        let _ = self.events.send(event);
+    }
+
+    fn publish(&self, rec: &TaskRecord) {
+        if self.events.receiver_count() > 0 {
+            let _ = self.events.send(EngineEvent::Task { task: Box::new(rec.clone()) });
+        }
+        if let Some(watch) = lock(&self.watched).get(&rec.id) {
+            watch.send_replace(Some(rec.clone()));
+        }
+    }
+
+    /// Publishes the task as it is, without a write: for a task nobody drives any more, so whoever
+    /// waits on it learns so.
+    pub fn republish(&self, id: &str) {
+        if let Ok(rec) = self.store.get(id) {
+            self.publish(&rec);
+        }
+    }
+
+    pub fn create(&self, new: NewTask) -> Result<TaskRecord> {
+        let rec = self.store.create_task(new)?;
+        self.publish(&rec);
+        Ok(rec)
+    }
+
+    /// Records the server side of a task (its era, and remote id when it is a task).
+    pub fn set_remote(
+        &self,
+        id: &str,
+        era: Era,
+        remote: Option<&str>,
+        ttl_ms: Option<i64>,
+        poll_interval_ms: Option<i64>,
+    ) -> Result<TaskRecord> {
+        let rec = self.store.set_remote(id, era, remote, ttl_ms, poll_interval_ms)?;
+        self.publish(&rec);
+        Ok(rec)
+    }
+
+    /// Applies one update and publishes the result. A refusal is returned, not published. The
+    /// task's deferred messages and progress are written first, in the same transaction.
+    pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
+        let _writing = lock(&self.writing);
+        let mut batch = self.take_deferred(id);
+        if batch.is_empty() {
+            let rec = self.store.apply(id, update)?;
+            self.publish(&rec);
+            return Ok(rec);
+        }
+        batch.push((id.to_owned(), update));
+        let mut results = self.store.apply_batch(batch)?;
+        let last = results.pop().ok_or_else(|| StoreError::NotFound { id: id.to_owned() })?;
+        for r in results {
+            match r {
+                Ok(rec) => self.publish(&rec),
+                Err(e) => tracing::debug!(task = id, "deferred update not applied: {e}"),
+            }
+        }
+        let rec = last?;
+        self.publish(&rec);
+        Ok(rec)
+    }
+
+    /// Like [`Gate::apply`] for updates that may race a terminal state: a refusal means the task
+    /// has already ended, which is fine, and is logged rather than returned.
+    pub fn apply_quietly(&self, id: &str, update: Update) -> Option<TaskRecord> {
+        match self.apply(id, update) {
+            Ok(r) => Some(r),
+            Err(EngineError::Store(e @ StoreError::Refused { .. })) => {
+                tracing::debug!(task = id, "update not applied: {e}");
+                None
+            }
+            Err(e) => {
+                tracing::error!(task = id, "could not record an update: {e}");
+                None
+            }
+        }
+    }
+
+    fn take_deferred(&self, id: &str) -> Vec<(String, Update)> {
+        let mut deferred = lock(&self.deferred);
+        let messages = deferred.messages.remove(id).unwrap_or_default();
+        let progress = deferred.progress.remove(id);
+        messages.into_iter().chain(progress.map(Update::Progress)).map(|u| (id.to_owned(), u)).collect()
+    }
+
+    /// Progress for the next flush; only the latest value per task is written.
+    pub fn defer_progress(&self, id: &str, progress: Progress) {
+        lock(&self.deferred).progress.insert(id.to_owned(), progress);
+    }
+
+    /// A new status message on a task that stays `working`, for the next flush.
+    pub fn defer_message(&self, id: &str, message: Option<String>, server_status: Option<String>) {
+        let update = Update::Status { status: TaskStatus::Working, message, server_status };
+        lock(&self.deferred).messages.entry(id.to_owned()).or_default().push(update);
+    }
+
+    /// The status message the task shows once what waits for it is written.
+    pub fn latest_message(&self, rec: &TaskRecord) -> Option<String> {
+        match lock(&self.deferred).messages.get(&rec.id).and_then(|queued| queued.last()) {
+            Some(Update::Status { message, .. }) => message.clone(),
+            _ => rec.status_message.clone(),
+        }
+    }
+
+    /// Writes everything that waits, in one transaction.
+    pub fn flush(&self) {
+        let _writing = lock(&self.writing);
+        let updates: Vec<(String, Update)> = {
+            let mut deferred = lock(&self.deferred);
+            let messages = std::mem::take(&mut deferred.messages);
+            let progress = std::mem::take(&mut deferred.progress);
+            let messages = messages.into_iter().flat_map(|(id, ms)| ms.into_iter().map(move |m| (id.clone(), m)));
+            messages.chain(progress.into_iter().map(|(id, p)| (id, Update::Progress(p)))).collect()
+        };
+        if updates.is_empty() {
+            return;
+        }
+        match self.store.apply_batch(updates) {
+            Ok(results) => {
+                for r in results.into_iter().flatten() {
+                    self.publish(&r);
+                }
+            }
+            Err(e) => tracing::error!("could not record progress: {e}"),
+        }
+    }
+
+    /// Subscribes to one task's publishes.
+    pub fn watch(&self, id: &str) -> TaskWatch {
+        let rx = lock(&self.watched).entry(id.to_owned()).or_insert_with(|| watch::channel(None).0).subscribe();
+        TaskWatch { watched: self.watched.clone(), id: id.to_owned(), rx }
+    }
+}
+
+/// One waiter's subscription to one task; the last one to leave removes the entry.
+pub(crate) struct TaskWatch {
+    watched: Watched,
+    id: String,
+    pub rx: watch::Receiver<Option<TaskRecord>>,
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        let mut watched = lock(&self.watched);
+        if watched.get(&self.id).is_some_and(|tx| tx.receiver_count() <= 1) {
+            watched.remove(&self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use taskdeck_store::Mode;
+
+    fn gate() -> (tempfile::TempDir, Gate, TaskRecord) {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Gate::new(Store::open(dir.path().join("t.sqlite3")).unwrap());
+        let rec = gate
+            .create(NewTask {
+                server: "s".into(),
+                tool: "t".into(),
+                arguments: json!({}),
+                idempotency_key: "k".into(),
+                mode: Mode::Task,
+            })
+            .unwrap();
+        (dir, gate, rec)
+    }
+
+    fn published(rx: &mut broadcast::Receiver<EngineEvent>) -> Vec<TaskRecord> {
+        let mut out = Vec::new();
+        while let Ok(EngineEvent::Task { task }) = rx.try_recv() {
+            out.push(*task);
+        }
+        out
+    }
+
+    #[test]
+    fn recording_the_remote_task_is_published_like_every_other_write() {
+        let (_dir, gate, rec) = gate();
+        let mut rx = gate.subscribe();
+        gate.set_remote(&rec.id, Era::Legacy, Some("r-1"), None, Some(500)).unwrap();
+        let seen = published(&mut rx);
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].remote_task_id.as_deref(), Some("r-1"));
+    }
+
+    #[test]
+    fn deferred_messages_and_progress_land_before_the_next_update_in_order() {
+        let (_dir, gate, rec) = gate();
+        gate.defer_message(&rec.id, Some("one".into()), Some("working".into()));
+        gate.defer_message(&rec.id, Some("two".into()), Some("working".into()));
+        gate.defer_progress(&rec.id, Progress { progress: 3.0, total: Some(4.0), message: None });
+        assert_eq!(gate.latest_message(&rec), Some("two".into()), "the message the task will show");
+        assert_eq!(gate.get(&rec.id).unwrap().status_message, None, "nothing written yet");
+        let mut rx = gate.subscribe();
+        let done = gate.apply(&rec.id, Update::Completed { result: json!({"content": []}), server_status: None });
+        let done = done.unwrap();
+        assert_eq!(done.status, TaskStatus::Completed);
+        assert_eq!(done.progress.map(|p| p.progress), Some(3.0));
+        let messages: Vec<_> =
+            gate.store().events(&rec.id).unwrap().iter().filter_map(|e| e.data.get("message").cloned()).collect();
+        assert_eq!(messages, vec![json!("one"), json!("two")]);
+        assert_eq!(published(&mut rx).last().map(|r| r.status), Some(TaskStatus::Completed));
+        // Nothing is left to flush afterwards.
+        gate.flush();
+        assert!(published(&mut rx).is_empty());
+    }
+
+    #[test]
+    fn a_flush_writes_what_waits_and_publishes_it() {
+        let (_dir, gate, rec) = gate();
+        let mut rx = gate.subscribe();
+        gate.defer_progress(&rec.id, Progress { progress: 1.0, total: None, message: None });
+        gate.defer_progress(&rec.id, Progress { progress: 2.0, total: None, message: None });
+        gate.flush();
+        let seen = published(&mut rx);
+        assert_eq!(seen.len(), 1, "the latest value only");
+        assert_eq!(gate.get(&rec.id).unwrap().progress.map(|p| p.progress), Some(2.0));
+    }
+
+    #[test]
+    fn a_refused_update_is_not_published() {
+        let (_dir, gate, rec) = gate();
+        gate.apply(&rec.id, Update::Cancelled { reason: None, server_status: None }).unwrap();
+        let mut rx = gate.subscribe();
+        assert!(gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None }).is_none());
+        assert!(published(&mut rx).is_empty());
+    }
+}
