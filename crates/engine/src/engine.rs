@@ -20,6 +20,7 @@ use taskdeck_store::{
     TaskRecord, Update,
 };
 use tokio::sync::{broadcast, oneshot};
+use tracing::Instrument;
 
 use crate::config::{Config, Paths};
 use crate::decide::failure;
@@ -233,7 +234,9 @@ impl Engine {
     /// Makes sure a driver follows the task (starting its server if needed).
     pub fn ensure_driver(&self, id: &str) {
         if let Some(rx) = self.hub.live.add_driver(id) {
-            tokio::spawn(driver::drive(self.hub.clone(), id.to_owned(), rx));
+            // Everything the driver and the client log while following this task carries its id.
+            let span = tracing::info_span!("task", task = %id);
+            tokio::spawn(driver::drive(self.hub.clone(), id.to_owned(), rx).instrument(span));
         }
     }
 
