@@ -333,6 +333,7 @@ mod tests {
         assert!(matches!(Paths::resolve_with(None, None, env_of(&[])), Err(ConfigError::NoHome(_))));
     }
 
+    #[cfg(not(any(windows, target_os = "macos")))]
     #[test]
     fn logs_go_to_the_state_dir_unless_the_data_dir_was_chosen() {
         let env = env_of(&[("HOME", "/home/ada"), ("XDG_STATE_HOME", "/x/state")]);
