@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A legacy-era task server that sends more than anyone should: `ask` asks a question as big as its
-arguments say (`fields` properties, one of them an enum of `options` entries), `chatty` reports
+arguments say (`fields` properties described in `pad`
+more characters each, and an enum of `options` entries), `chatty` reports
 `messages` distinct status messages and one huge one, and writes a huge line to stderr and an
 error without an id whose message is huge. Each task ends once its question is answered (with the
 answer's action) or, for `chatty`, at once after its messages."""
@@ -53,8 +54,9 @@ def finish(tid, text):
     send(status(tid, "completed"), *[result(tid, rid) for rid in tasks[tid]["waiting"]])
 
 
-def schema(fields, options):
-    props = {"f%d" % i: {"type": "string", "title": "Field %d" % i, "description": "The field numbered %d" % i}
+def schema(fields, options, pad=0):
+    props = {"f%d" % i: {"type": "string", "title": "Field %d" % i,
+                         "description": "The field numbered %d. " % i + "." * pad}
              for i in range(fields)}
     props["pick"] = {"type": "string", "enum": ["option-%d" % i for i in range(options)]}
     return {"type": "object", "properties": props}
@@ -86,7 +88,7 @@ for line in sys.stdin:
             send(status(tid, "input_required", "Waiting for a choice"),
                  {"jsonrpc": "2.0", "id": qid, "method": "elicitation/create", "params": {
                      "mode": "form", "message": "Pick one",
-                     "requestedSchema": schema(args.get("fields", 10), args.get("options", 10)),
+                     "requestedSchema": schema(args.get("fields", 10), args.get("options", 10), args.get("pad", 0)),
                      "_meta": {"io.modelcontextprotocol/related-task": {"taskId": tid}}}})
         else:
             n = args.get("messages", 10)
