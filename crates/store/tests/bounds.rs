@@ -123,3 +123,27 @@ fn only_the_dropped_marker_may_change_after_it_is_written() {
     let rewritten = conn.execute("UPDATE task_events SET data = '{}' WHERE kind = 'status'", []);
     assert!(rewritten.unwrap_err().to_string().contains("append-only"));
 }
+
+#[test]
+fn a_question_over_the_bound_is_recorded_as_too_large_without_its_body_and_can_be_declined() {
+    use taskdeck_protocol::question::{Asks, Question, QuestionKey, QuestionRequest};
+    let f = fixture();
+    let task = f.store.create_task(new_task("a")).unwrap();
+    let options: Vec<String> = (0..100_000).map(|i| format!("option-{i}")).collect();
+    let params = json!({"message": "Pick one", "requestedSchema": {"type": "object",
+        "properties": {"pick": {"type": "string", "enum": options}}}});
+    let request = QuestionRequest { method: "elicitation/create".into(), params };
+    let q = Question::decode(QuestionKey::InputKey("k".into()), None, request);
+    f.store.apply(&task.id, Update::Question { question: Box::new(q), message: None }).unwrap();
+
+    drop(f.store);
+    let store = taskdeck_store::Store::open(&f.path).unwrap();
+    let rec = store.get(&task.id).unwrap();
+    let q = rec.question.expect("the question is pending");
+    assert!(matches!(q.asks, Asks::TooLarge { size } if size > limits::QUESTION_BYTES), "{:?}", q.asks);
+    assert_eq!(q.message.as_deref(), Some("Pick one"));
+    let stored = serde_json::to_string(&store.events(&task.id).unwrap()).unwrap();
+    assert!(stored.len() < 4096, "neither the row nor the log keeps the body: {}", stored.len());
+    let declined = Answer { key: answer_key("k"), response: json!({"action": "decline"}) };
+    assert_eq!(store.apply(&task.id, Update::Answer(declined)).unwrap().status, TaskStatus::Working);
+}
