@@ -126,7 +126,7 @@ impl Store {
         let data = json!({
             "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
         });
-        insert_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
+        log_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
         let record = load(&tx, id)?;
         tx.commit()?;
         Ok(record)
