@@ -155,8 +155,11 @@ impl Gate {
         messages.into_iter().chain(progress.map(Update::Progress)).map(|u| (id.to_owned(), u)).collect()
     }
 
-    /// Progress for the next flush; only the latest value per task is written.
-    pub fn defer_progress(&self, id: &str, progress: Progress) {
+    /// Progress for the next flush; only the latest value per task is written. A legacy server's
+    /// progress notification is decoded by the session, not by a snapshot, so its message is cut
+    /// here rather than held whole until the flush.
+    pub fn defer_progress(&self, id: &str, mut progress: Progress) {
+        progress.message = progress.message.map(taskdeck_protocol::limits::progress_message);
         lock(&self.deferred).progress.insert(id.to_owned(), progress);
     }
 
