@@ -20,6 +20,9 @@ pub const BATCH_EVENT: &str = "engine-batch";
 const FRAME: Duration = Duration::from_millis(16);
 /// Log lines kept in one batch; a server flooding stderr must not flood the webview.
 const MAX_LOG_LINES_PER_BATCH: usize = 500;
+/// The log text in one batch: each line is within `limits::LOG_LINE_BYTES`, and 500 such lines a
+/// frame would still be megabytes a second for the webview to parse.
+const MAX_LOG_BYTES_PER_BATCH: usize = 256 * 1024;
 
 /// Everything that changed since the last batch: the latest whole record per task and server.
 #[derive(Debug, Clone, Default, Serialize, TS)]
@@ -42,6 +45,7 @@ struct Pending {
     task_order: Vec<String>,
     servers: HashMap<String, ServerStatus>,
     logs: Vec<ServerLogLine>,
+    log_bytes: usize,
     tools_changed: BTreeSet<String>,
 }
 
@@ -62,10 +66,17 @@ impl Pending {
                 self.servers.insert(server.name.clone(), server);
             }
             EngineEvent::ServerLog { server, line } => {
-                if self.logs.len() == MAX_LOG_LINES_PER_BATCH {
-                    self.logs.remove(0);
-                }
+                self.log_bytes += line.text.len();
                 self.logs.push(ServerLogLine { server, line });
+                // The oldest lines go first; the newest line is always kept.
+                let mut drop = 0;
+                while drop + 1 < self.logs.len()
+                    && (self.logs.len() - drop > MAX_LOG_LINES_PER_BATCH || self.log_bytes > MAX_LOG_BYTES_PER_BATCH)
+                {
+                    self.log_bytes -= self.logs[drop].line.text.len();
+                    drop += 1;
+                }
+                self.logs.drain(..drop);
             }
             EngineEvent::ToolsChanged { server } => {
                 self.tools_changed.insert(server);
@@ -81,7 +92,10 @@ impl Pending {
         Some(EngineBatch {
             tasks: std::mem::take(&mut self.task_order).into_iter().filter_map(|id| tasks.remove(&id)).collect(),
             servers: std::mem::take(&mut self.servers).into_values().collect(),
-            logs: std::mem::take(&mut self.logs),
+            logs: {
+                self.log_bytes = 0;
+                std::mem::take(&mut self.logs)
+            },
             tools_changed: std::mem::take(&mut self.tools_changed).into_iter().collect(),
         })
     }
@@ -227,5 +241,21 @@ mod tests {
         assert_eq!(batch.logs.len(), MAX_LOG_LINES_PER_BATCH);
         assert_eq!(batch.logs.last().unwrap().line.text, (MAX_LOG_LINES_PER_BATCH + 49).to_string());
         assert_eq!(batch.servers.len(), 1);
+    }
+
+    #[test]
+    fn log_text_in_one_batch_is_bounded_in_bytes() {
+        let mut p = Pending::default();
+        for i in 0..400 {
+            p.add(EngineEvent::ServerLog {
+                server: "s".into(),
+                line: LogLine { at: String::new(), source: "stderr", text: format!("{i:04}{}", "x".repeat(4092)) },
+            });
+        }
+        let batch = p.take().unwrap();
+        let bytes: usize = batch.logs.iter().map(|l| l.line.text.len()).sum();
+        assert!(bytes <= MAX_LOG_BYTES_PER_BATCH, "{bytes}");
+        assert!(batch.logs.last().unwrap().line.text.starts_with("0399"), "the newest line is kept");
+        assert!(batch.logs.len() >= MAX_LOG_BYTES_PER_BATCH / 4096 - 1);
     }
 }

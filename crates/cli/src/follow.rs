@@ -195,6 +195,7 @@ fn no_form_reason(asks: &Asks) -> Option<String> {
         }
         Asks::Malformed { reason } | Asks::Unsupported { reason } => Some(reason.clone()),
         Asks::Sampling | Asks::Roots => Some("Taskdeck does not answer this kind of question yet".into()),
+        Asks::TooLarge { size } => Some(format!("too large to show ({size} bytes): decline or cancel")),
         Asks::Form { .. } | Asks::Url { .. } => None,
     }
 }

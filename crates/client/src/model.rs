@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use taskdeck_protocol::modern::tasks::{DetailedTask, TaskProgress};
 use taskdeck_protocol::types::{CallToolResult, LoggingMessageParams};
-use taskdeck_protocol::{Era, ErrorObject, TaskStatus, legacy};
+use taskdeck_protocol::{Era, ErrorObject, TaskStatus, legacy, limits};
 
 /// A task as the server last described it, whatever the era.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,7 +44,7 @@ impl TaskSnapshot {
         Self {
             task_id: task.task_id,
             status: task.status,
-            status_message: task.status_message,
+            status_message: task.status_message.map(limits::status_message),
             created_at: task.created_at,
             last_updated_at: task.last_updated_at,
             ttl_ms: task.ttl,
@@ -67,7 +67,7 @@ impl TaskSnapshot {
     /// Builds a snapshot from a modern `DetailedTask`. A malformed `result` or question is reported,
     /// not silently dropped.
     pub fn from_modern(task: DetailedTask) -> Result<Self, String> {
-        let progress = task.progress();
+        let progress = task.progress().map(|p| TaskProgress { message: p.message.map(limits::progress_message), ..p });
         let t = task.task;
         let mut questions = Vec::new();
         for (key, req) in task.input_requests.into_iter().flatten() {
@@ -82,7 +82,7 @@ impl TaskSnapshot {
         Ok(Self {
             task_id: t.task_id,
             status: t.status,
-            status_message: t.status_message,
+            status_message: t.status_message.map(limits::status_message),
             created_at: t.created_at,
             last_updated_at: t.last_updated_at,
             ttl_ms: t.ttl_ms,
@@ -91,10 +91,24 @@ impl TaskSnapshot {
             questions,
             lists_questions: true,
             result,
-            error: task.error,
+            error: task.error.map(bounded_error),
             result_follows: false,
         })
     }
+}
+
+/// A server's JSON-RPC error within the bounds of [`limits`]: its message cut to
+/// [`limits::ERROR_TEXT_BYTES`], and `data` over that size kept only for its `reason` (cut too),
+/// which is the one member Taskdeck reads from it.
+pub fn bounded_error(mut e: ErrorObject) -> ErrorObject {
+    e.message = limits::error_text(e.message);
+    if let Some(data) = &e.data
+        && limits::json_size(data) > limits::ERROR_TEXT_BYTES
+    {
+        let reason = data.get("reason").and_then(Value::as_str).map(|r| limits::error_text(r.to_owned()));
+        e.data = reason.map(|r| serde_json::json!({ "reason": r }));
+    }
+    e
 }
 
 // The question types live with the wire types, where the store (which keeps them) can see them;
@@ -226,6 +240,35 @@ mod question_tests {
         assert_eq!(by_key("roots"), &Asks::Roots);
         assert!(matches!(by_key("broken"), Asks::Malformed { .. }));
         assert!(matches!(by_key("odd"), Asks::Unsupported { .. }));
+    }
+
+    #[test]
+    fn huge_status_progress_and_error_texts_from_a_server_are_cut_with_the_marker() {
+        let huge = "z".repeat(15 * 1024 * 1024);
+        let task: DetailedTask = serde_json::from_value(json!({
+            "taskId": "t1", "status": "failed", "statusMessage": huge, "createdAt": "2026-12-01T08:00:00Z",
+            "lastUpdatedAt": "2026-12-01T08:00:01Z", "ttlMs": null,
+            "_meta": {"dev.taskdeck/progress": {"progress": 1, "message": huge}},
+            "error": {"code": -32000, "message": huge, "data": {"reason": huge, "trace": huge}}
+        }))
+        .unwrap();
+        let s = TaskSnapshot::from_modern(task).unwrap();
+        let cut = |t: &str, max: usize| t.len() <= max && t.ends_with(limits::CUT_MARKER);
+        assert!(cut(s.status_message.as_deref().unwrap(), limits::STATUS_MESSAGE_BYTES));
+        assert!(cut(s.progress.and_then(|p| p.message).as_deref().unwrap(), limits::PROGRESS_MESSAGE_BYTES));
+        let error = s.error.unwrap();
+        assert!(cut(&error.message, limits::ERROR_TEXT_BYTES));
+        let data = error.data.unwrap();
+        assert!(cut(data["reason"].as_str().unwrap(), limits::ERROR_TEXT_BYTES));
+        assert_eq!(data.get("trace"), None);
+
+        let legacy: legacy::tasks::Task = serde_json::from_value(json!({
+            "taskId": "t2", "status": "working", "statusMessage": huge, "createdAt": "2026-12-01T08:00:00Z",
+            "lastUpdatedAt": "2026-12-01T08:00:01Z", "ttl": null
+        }))
+        .unwrap();
+        let s = TaskSnapshot::from_legacy(legacy);
+        assert!(cut(s.status_message.as_deref().unwrap(), limits::STATUS_MESSAGE_BYTES));
     }
 
     #[test]

@@ -282,6 +282,10 @@ impl Engine {
             _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for an answer").into()),
         };
         let response = match &input {
+            AnswerInput::Accept(_) if question.too_large_size().is_some() => {
+                let message = "the question is too large to show; it can only be declined or cancelled".into();
+                return Err(EngineError::InvalidAnswer { path: String::new(), message });
+            }
             AnswerInput::Accept(content) => {
                 if let Some(schema) = question.schema() {
                     self.hub

@@ -23,6 +23,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 type Watched = Arc<Mutex<HashMap<String, watch::Sender<Option<TaskRecord>>>>>;
 
+/// Status messages that may wait for the flush per task. A server can send thousands between two
+/// flushes; past this many they are written at once, so what waits in memory stays bounded (each
+/// message is within `limits::STATUS_MESSAGE_BYTES`) and the store's event cap counts the rest.
+const MAX_DEFERRED_MESSAGES: usize = 1000;
+
 pub(crate) struct Gate {
     store: Store,
     events: broadcast::Sender<EngineEvent>,
@@ -150,15 +155,40 @@ impl Gate {
         messages.into_iter().chain(progress.map(Update::Progress)).map(|u| (id.to_owned(), u)).collect()
     }
 
-    /// Progress for the next flush; only the latest value per task is written.
-    pub fn defer_progress(&self, id: &str, progress: Progress) {
+    /// Progress for the next flush; only the latest value per task is written. A legacy server's
+    /// progress notification is decoded by the session, not by a snapshot, so its message is cut
+    /// here rather than held whole until the flush.
+    pub fn defer_progress(&self, id: &str, mut progress: Progress) {
+        progress.message = progress.message.map(taskdeck_protocol::limits::progress_message);
         lock(&self.deferred).progress.insert(id.to_owned(), progress);
     }
 
     /// A new status message on a task that stays `working`, for the next flush.
     pub fn defer_message(&self, id: &str, message: Option<String>, server_status: Option<String>) {
         let update = Update::Status { status: TaskStatus::Working, message, server_status };
-        lock(&self.deferred).messages.entry(id.to_owned()).or_default().push(update);
+        let full = {
+            let mut deferred = lock(&self.deferred);
+            let queued = deferred.messages.entry(id.to_owned()).or_default();
+            queued.push(update);
+            queued.len() >= MAX_DEFERRED_MESSAGES
+        };
+        if full {
+            self.write_deferred(id);
+        }
+    }
+
+    /// Writes what waits for one task now, in one transaction.
+    fn write_deferred(&self, id: &str) {
+        let _writing = lock(&self.writing);
+        let batch = self.take_deferred(id);
+        match self.store.apply_batch(batch) {
+            Ok(results) => {
+                for r in results.into_iter().flatten() {
+                    self.publish(&r);
+                }
+            }
+            Err(e) => tracing::error!(task = id, "could not record status messages: {e}"),
+        }
     }
 
     /// The status message the task shows once what waits for it is written.
@@ -286,6 +316,24 @@ mod tests {
         let seen = published(&mut rx);
         assert_eq!(seen.len(), 1, "the latest value only");
         assert_eq!(gate.get(&rec.id).unwrap().progress.map(|p| p.progress), Some(2.0));
+    }
+
+    #[test]
+    fn a_flood_of_messages_between_flushes_waits_in_bounded_memory_and_is_all_accounted_for() {
+        let (_dir, gate, rec) = gate();
+        const SENT: usize = 2_500;
+        for i in 0..SENT {
+            gate.defer_message(&rec.id, Some(format!("step {i}")), Some("working".into()));
+            let queued = lock(&gate.deferred).messages.get(&rec.id).map_or(0, Vec::len);
+            assert!(queued < MAX_DEFERRED_MESSAGES, "{queued} messages wait in memory");
+        }
+        gate.flush();
+        assert_eq!(gate.get(&rec.id).unwrap().status_message.as_deref(), Some("step 2499"));
+        let events = gate.store().events(&rec.id).unwrap();
+        assert!(events.len() <= taskdeck_store::EVENTS_PER_TASK);
+        let kept = events.iter().filter(|e| e.kind == taskdeck_store::EventKind::Status).count();
+        let dropped = events.iter().find(|e| e.kind == taskdeck_store::EventKind::Dropped).map(|e| &e.data["dropped"]);
+        assert_eq!(kept as u64 + dropped.and_then(serde_json::Value::as_u64).unwrap_or(0), SENT as u64);
     }
 
     #[test]

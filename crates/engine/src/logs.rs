@@ -156,7 +156,9 @@ fn parse_line(line: &str) -> Option<LogLine> {
         "taskdeck" => "taskdeck",
         _ => return None,
     };
-    Some(LogLine { at, source, text: parts.next().unwrap_or_default().to_owned() })
+    // A file an older Taskdeck wrote may hold longer lines than are kept today.
+    let text = taskdeck_protocol::limits::log_line(parts.next().unwrap_or_default().to_owned());
+    Some(LogLine { at, source, text })
 }
 
 /// A server's name is the config's key, anything at all: the file name keeps what a file system

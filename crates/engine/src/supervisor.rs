@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use taskdeck_client::{ServerSpec, Session, SessionEvent, SessionHandler, SessionOptions};
-use taskdeck_protocol::Era;
+use taskdeck_protocol::{Era, limits};
 use tokio::sync::{Notify, watch};
 
 use crate::error::{EngineError, Result};
@@ -152,8 +152,11 @@ impl Server {
         lock(&self.inner).session.clone()
     }
 
+    /// Every line of a server's log passes here, so none is over [`limits::LOG_LINE_BYTES`]: a
+    /// note may quote what the server sent (a whole message it would not take), and what the
+    /// server log holds is read back, shown and sent to the webview.
     fn note(&self, source: &'static str, text: String) {
-        let line = LogLine { at: now(), source, text };
+        let line = LogLine { at: now(), source, text: limits::log_line(text) };
         {
             let mut log = lock(&self.log);
             if log.len() == LOG_LINES {
@@ -279,7 +282,7 @@ impl Server {
                         }
                         inner.session = None;
                         inner.restarts += 1;
-                        inner.last_error = Some(reason.clone());
+                        inner.last_error = Some(limits::error_text(reason.clone()));
                     }
                     self.note(
                         "taskdeck",
@@ -288,7 +291,7 @@ impl Server {
                 }
                 Err(e) => {
                     failures += 1;
-                    lock(&self.inner).last_error = Some(e.to_string());
+                    lock(&self.inner).last_error = Some(limits::error_text(e.to_string()));
                     self.note("taskdeck", format!("start failed ({failures}/{MAX_START_FAILURES}): {e}"));
                     if failures >= MAX_START_FAILURES {
                         self.set_phase(ServerPhase::Failed);

@@ -17,6 +17,7 @@ pub mod form;
 pub mod framing;
 pub mod jsonrpc;
 pub mod legacy;
+pub mod limits;
 pub mod meta;
 pub mod methods;
 pub mod modern;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::RequestId;
 use crate::elicitation::{ElicitMode, ElicitRequestParams};
 use crate::form::FormModel;
-use crate::methods;
+use crate::{limits, methods};
 
 /// How a question is answered: legacy questions are open JSON-RPC requests from the server;
 /// modern ones are keys of a task's `inputRequests`, answered with `tasks/update`.
@@ -74,6 +74,13 @@ pub enum Asks {
     Malformed { reason: String },
     /// A method Taskdeck does not know how to answer.
     Unsupported { reason: String },
+    /// A question whose params are over [`limits::QUESTION_BYTES`] as JSON (`size` bytes): not
+    /// shown and not kept (its `request` keeps the method only), so it can only be declined or
+    /// cancelled.
+    TooLarge {
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        size: usize,
+    },
 }
 
 /// A server asking the user something.
@@ -107,9 +114,30 @@ impl<'de> Deserialize<'de> for Question {
             #[serde(default)]
             task_id: Option<String>,
             request: QuestionRequest,
+            #[serde(default)]
+            message: Option<String>,
+            #[serde(default)]
+            asks: Option<StoredAsks>,
+        }
+        /// The one kind read back as written: a question too large to keep has no params to decide
+        /// from again.
+        #[derive(Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        enum StoredAsks {
+            TooLarge {
+                size: usize,
+            },
+            #[serde(other)]
+            Other,
         }
         let s = Stored::deserialize(d)?;
-        Ok(Question::decode(QuestionKey::from_text(&s.key), s.task_id, s.request))
+        let key = QuestionKey::from_text(&s.key);
+        Ok(match s.asks {
+            Some(StoredAsks::TooLarge { size }) => {
+                Question::too_large(key, s.task_id, s.request.method, s.message, size)
+            }
+            _ => Question::decode(key, s.task_id, s.request),
+        })
     }
 }
 
@@ -117,8 +145,34 @@ impl Question {
     /// The one constructor: reads what `request` asks for. It never fails; a request it cannot read
     /// is a question that asks something [`Asks::Malformed`] or [`Asks::Unsupported`].
     pub fn decode(key: QuestionKey, task_id: Option<String>, request: QuestionRequest) -> Question {
+        if let Some(size) = limits::question_too_large(&request.params) {
+            let message = request.params.get("message").and_then(Value::as_str).map(str::to_owned);
+            return Question::too_large(key, task_id, request.method, message, size);
+        }
         let (message, asks) = asks(&request);
         Question { key, task_id, message, asks, request }
+    }
+
+    /// A question over [`limits::QUESTION_BYTES`]: only its method and its message (cut to the
+    /// bound of a status message) are kept, and what it asks is [`Asks::TooLarge`].
+    pub fn too_large(
+        key: QuestionKey,
+        task_id: Option<String>,
+        method: String,
+        message: Option<String>,
+        size: usize,
+    ) -> Question {
+        let message = limits::cut_opt(message, limits::STATUS_MESSAGE_BYTES);
+        let request = QuestionRequest { method, params: Value::Null };
+        Question { key, task_id, message, asks: Asks::TooLarge { size }, request }
+    }
+
+    /// The size of a question too large to keep, in bytes of JSON.
+    pub fn too_large_size(&self) -> Option<usize> {
+        match self.asks {
+            Asks::TooLarge { size } => Some(size),
+            _ => None,
+        }
     }
 
     /// Whether this is an elicitation (well formed or not), the only kind Taskdeck asks a user today.
@@ -254,6 +308,27 @@ mod tests {
         assert_eq!(v["asks"]["form"]["fields"][0]["kind"]["type"], "number");
         let back: Question = serde_json::from_value(v).unwrap();
         assert_eq!(back, q);
+    }
+
+    #[test]
+    fn a_question_over_the_bound_is_too_large_keeps_no_body_and_reads_back_as_such() {
+        let options: Vec<String> = (0..40_000).map(|i| format!("option-{i}")).collect();
+        let schema = json!({"type": "object", "properties": {"pick": {"type": "string", "enum": options}}});
+        let q = elicit(json!({"message": "Pick one", "requestedSchema": schema}));
+        let size = q.too_large_size().expect("too large");
+        assert!(size > limits::QUESTION_BYTES, "{size}");
+        assert_eq!(q.message.as_deref(), Some("Pick one"));
+        assert_eq!((q.request.method.as_str(), &q.request.params), ("elicitation/create", &Value::Null));
+        assert_eq!((q.schema(), q.form()), (None, None));
+        assert!(q.is_elicitation());
+        let v = serde_json::to_value(&q).unwrap();
+        assert_eq!(v["asks"], json!({"kind": "too_large", "size": size}));
+        let back: Question = serde_json::from_value(v).unwrap();
+        assert_eq!(back, q);
+        // A huge message alone makes a question too large; what is kept of it is cut.
+        let q = elicit(json!({"message": "m".repeat(limits::QUESTION_BYTES), "requestedSchema": {}}));
+        assert!(q.too_large_size().is_some());
+        assert!(q.message.unwrap().len() <= limits::STATUS_MESSAGE_BYTES);
     }
 
     #[test]

@@ -15,7 +15,7 @@ mod time;
 
 pub use error::{Result, StoreError};
 pub use open::APPLICATION_ID;
-pub use state::{Attempt, Update, can_transition, taskdeck_status};
+pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_status};
 pub use store::Store;
 pub use task::{
     Answer, EventKind, FailureReason, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent,

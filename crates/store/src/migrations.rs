@@ -6,6 +6,7 @@ use rusqlite_migration::{M, Migrations};
 const LIST: &[M<'static>] = &[
     M::up(include_str!("migrations/20261130091500_init.sql")),
     M::up(include_str!("migrations/20261201090000_typed_questions.sql")),
+    M::up(include_str!("migrations/20261201110000_event_cap.sql")),
 ];
 
 pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(LIST);

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use taskdeck_protocol::types::CallToolResult;
-use taskdeck_protocol::{Era, TaskStatus};
+use taskdeck_protocol::{Era, TaskStatus, limits};
 
 use crate::error::StoreError;
 use crate::task::{Answer, EventKind, FailureReason, Progress, Question, TaskError, TaskRecord};
@@ -47,6 +47,64 @@ pub enum Update {
         reason: Option<String>,
         server_status: Option<String>,
     },
+}
+
+/// Events a task keeps, the `dropped` marker included. A server can say "working" with a new
+/// message for as long as it likes; past this, what it can repeat without end is dropped (see
+/// [`may_drop`]) and the marker counts it, while what ends a task or answers it is always kept.
+pub const EVENTS_PER_TASK: usize = 1000;
+
+/// Whether an event may be dropped past [`EVENTS_PER_TASK`]: a status, a question, the remote
+/// handle, all of which the task's row still shows as they last were. A result, failure, cancel or
+/// reclaim (the end, at most once) and an answer (the user's word, once per question) never are.
+pub(crate) fn may_drop(kind: EventKind) -> bool {
+    match kind {
+        EventKind::Status | EventKind::Question | EventKind::Remote => true,
+        EventKind::Created
+        | EventKind::Answer
+        | EventKind::Result
+        | EventKind::Failed
+        | EventKind::Cancelled
+        | EventKind::Reclaimed
+        | EventKind::Dropped => false,
+    }
+}
+
+/// The update with every server text in it within its bound ([`limits`]), however it reached the
+/// store: what is written, logged and published is never bigger than that.
+pub(crate) fn bounded(update: Update) -> Update {
+    let error_text = |t: Option<String>| t.map(limits::error_text);
+    match update {
+        Update::Status { status, message, server_status } => Update::Status {
+            status,
+            message: message.map(limits::status_message),
+            server_status: error_text(server_status),
+        },
+        Update::Progress(Progress { progress, total, message }) => {
+            Update::Progress(Progress { progress, total, message: message.map(limits::progress_message) })
+        }
+        Update::Question { question, message } => {
+            Update::Question { question, message: message.map(limits::status_message) }
+        }
+        Update::Failed { error, server_status } => Update::Failed {
+            error: TaskError {
+                code: error.code,
+                message: limits::error_text(error.message),
+                reason: error.reason.map(|r| match r {
+                    FailureReason::Other(text) => FailureReason::Other(limits::error_text(text)),
+                    typed => typed,
+                }),
+            },
+            server_status: error_text(server_status),
+        },
+        Update::Cancelled { reason, server_status } => {
+            Update::Cancelled { reason: error_text(reason), server_status: error_text(server_status) }
+        }
+        Update::Completed { result, server_status } => {
+            Update::Completed { result, server_status: error_text(server_status) }
+        }
+        answer @ Update::Answer(_) => answer,
+    }
 }
 
 /// The kind of operation a refusal names.

@@ -126,7 +126,7 @@ impl Store {
         let data = json!({
             "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
         });
-        insert_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
+        log_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
         let record = load(&tx, id)?;
         tx.commit()?;
         Ok(record)
@@ -134,6 +134,7 @@ impl Store {
 
     /// Applies one update in its own transaction and returns the task as it now is.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
+        let update = state::bounded(update);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let record = apply_in(&tx, id, &update, None)?;
@@ -145,6 +146,7 @@ impl Store {
     /// a refused or failing item is reported in its slot and does not undo the others. The outer
     /// error is for the transaction itself (begin or commit), in which case nothing was written.
     pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
+        let updates: Vec<(String, Update)> = updates.into_iter().map(|(id, u)| (id, state::bounded(u))).collect();
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
         let mut results: Vec<Result<TaskRecord>> = Vec::with_capacity(updates.len());
@@ -305,6 +307,8 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
     let id = current.id.as_str();
     let to = plan.to.as_str();
     match update {
+        // The same status and message again: nothing to write, not even the row's time.
+        Update::Status { .. } if plan.event.is_none() => return Ok(()),
         Update::Status { message, .. } => {
             // Leaving input_required without an answer (the server moved on) drops the question:
             // a form for a question nobody is waiting on must not come back after a restart.
@@ -349,9 +353,48 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
         }
     }
     if let Some((kind, data)) = &plan.event {
-        insert_event(conn, id, now, *kind, Some(current.status), Some(plan.to), data)?;
+        log_event(conn, id, now, *kind, Some(current.status), Some(plan.to), data)?;
     }
     Ok(())
+}
+
+/// Appends an event unless the task has used up its [`state::EVENTS_PER_TASK`] and the event is one
+/// [`state::may_drop`]; a dropped event is counted in the task's one `dropped` marker instead,
+/// written at the first drop (the cap keeps room for it) and brought up to date at each.
+fn log_event(
+    conn: &Connection,
+    id: &str,
+    at: &str,
+    kind: EventKind,
+    from: Option<TaskStatus>,
+    to: Option<TaskStatus>,
+    data: &Value,
+) -> Result<()> {
+    if !state::may_drop(kind) {
+        return insert_event(conn, id, at, kind, from, to, data);
+    }
+    let logged: i64 =
+        conn.prepare_cached("SELECT count(*) FROM task_events WHERE task_id = ?1")?.query_row([id], |r| r.get(0))?;
+    if logged + 1 < state::EVENTS_PER_TASK as i64 {
+        return insert_event(conn, id, at, kind, from, to, data);
+    }
+    let marker: Option<(i64, String)> = conn
+        .prepare_cached("SELECT id, data FROM task_events WHERE task_id = ?1 AND kind = 'dropped' ORDER BY id LIMIT 1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    match marker {
+        None => {
+            let data = json!({ "dropped": 1, "limit": state::EVENTS_PER_TASK, "last_at": at });
+            insert_event(conn, id, at, EventKind::Dropped, None, None, &data)
+        }
+        Some((event, data)) => {
+            let before = serde_json::from_str::<Value>(&data).ok().and_then(|d| d["dropped"].as_u64()).unwrap_or(0);
+            let data = json!({ "dropped": before + 1, "limit": state::EVENTS_PER_TASK, "last_at": at });
+            conn.prepare_cached("UPDATE task_events SET data = ?2 WHERE id = ?1")?
+                .execute(params![event, data.to_string()])?;
+            Ok(())
+        }
+    }
 }
 
 /// The `question` column: the typed question as JSON. Serialising it cannot fail (its maps have

@@ -189,6 +189,9 @@ pub enum EventKind {
     Failed,
     Cancelled,
     Reclaimed,
+    /// Stands for the events dropped past a task's cap (`data.dropped` says how many, kept up to
+    /// date); one per task, at the place the first was dropped.
+    Dropped,
 }
 
 impl EventKind {
@@ -203,12 +206,13 @@ impl EventKind {
             EventKind::Failed => "failed",
             EventKind::Cancelled => "cancelled",
             EventKind::Reclaimed => "reclaimed",
+            EventKind::Dropped => "dropped",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<EventKind> {
         use EventKind::*;
-        [Created, Remote, Status, Question, Answer, Result, Failed, Cancelled, Reclaimed]
+        [Created, Remote, Status, Question, Answer, Result, Failed, Cancelled, Reclaimed, Dropped]
             .into_iter()
             .find(|k| k.as_str() == s)
     }

@@ -21,6 +21,8 @@ export function parseQuestion(q: Question): Asked {
     case 'malformed':
     case 'unsupported':
       return { kind: 'unknown', message, reason: a.reason, raw: q.request };
+    case 'too_large':
+      return { kind: 'unknown', message, reason: `too large to show (${(a.size / 1e6).toFixed(1)} MB)`, raw: q.request };
     case 'sampling':
     case 'roots':
       return { kind: 'unknown', message, reason: `Taskdeck does not answer ${q.request.method} yet`, raw: q.request };

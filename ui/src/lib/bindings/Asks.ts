@@ -5,4 +5,4 @@ import type { JsonValue } from "./serde_json/JsonValue";
 /**
  * What a question asks of the user.
  */
-export type Asks = { "kind": "form", schema: JsonValue, form: FormModel, } | { "kind": "url", url: string, elicitation_id: string, } | { "kind": "sampling" } | { "kind": "roots" } | { "kind": "malformed", reason: string, } | { "kind": "unsupported", reason: string, };
+export type Asks = { "kind": "form", schema: JsonValue, form: FormModel, } | { "kind": "url", url: string, elicitation_id: string, } | { "kind": "sampling" } | { "kind": "roots" } | { "kind": "malformed", reason: string, } | { "kind": "unsupported", reason: string, } | { "kind": "too_large", size: number, };
