@@ -11,6 +11,7 @@ use crate::RequestId;
 use crate::elicitation::{ElicitMode, ElicitRequestParams};
 use crate::form::FormModel;
 use crate::methods;
+use crate::url_check::UrlCheck;
 
 /// How a question is answered: legacy questions are open JSON-RPC requests from the server;
 /// modern ones are keys of a task's `inputRequests`, answered with `tasks/update`.
@@ -91,6 +92,10 @@ pub struct Question {
     pub message: Option<String>,
     pub asks: Asks,
     pub request: QuestionRequest,
+    /// For a URL-mode elicitation, where its address would take the user: what the CLI and the
+    /// app's consent dialog show and refuse, worked out here once. Not stored: read back, it is
+    /// worked out again by today's rules.
+    pub url_check: Option<UrlCheck>,
 }
 
 fn key_as_text<S: serde::Serializer>(key: &QuestionKey, s: S) -> Result<S::Ok, S::Error> {
@@ -118,7 +123,11 @@ impl Question {
     /// is a question that asks something [`Asks::Malformed`] or [`Asks::Unsupported`].
     pub fn decode(key: QuestionKey, task_id: Option<String>, request: QuestionRequest) -> Question {
         let (message, asks) = asks(&request);
-        Question { key, task_id, message, asks, request }
+        let url_check = match &asks {
+            Asks::Url { url, .. } => Some(UrlCheck::of(url)),
+            _ => None,
+        };
+        Question { key, task_id, message, asks, request, url_check }
     }
 
     /// Whether this is an elicitation (well formed or not), the only kind Taskdeck asks a user today.
@@ -203,6 +212,18 @@ mod tests {
         assert_eq!(q.asks, Asks::Url { url: "https://a.example/x".into(), elicitation_id: "e1".into() });
         assert_eq!(q.message.as_deref(), Some("Sign in"));
         assert_eq!(q.schema(), None);
+        let check = q.url_check.as_ref().expect("a URL question is checked");
+        assert_eq!(check.registrable_domain.as_deref(), Some("a.example"));
+        assert_eq!(serde_json::to_value(&q).unwrap()["url_check"]["host"], "a.example");
+        assert_eq!(elicit(json!({"message": "m", "requestedSchema": {}})).url_check, None);
+    }
+
+    #[test]
+    fn a_url_question_for_a_javascript_address_is_refused_when_decoded() {
+        let q = elicit(json!({"mode": "url", "message": "Click", "url": "javascript:alert(1)", "elicitationId": "e"}));
+        let check = q.url_check.expect("checked");
+        assert!(!check.can_open());
+        assert_eq!(check.warnings[0].kind, crate::url_check::UrlWarningKind::NotWeb);
     }
 
     #[test]
