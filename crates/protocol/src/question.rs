@@ -94,8 +94,9 @@ pub struct Question {
     pub request: QuestionRequest,
     /// For a URL-mode elicitation, where its address would take the user: what the CLI and the
     /// app's consent dialog show and refuse, worked out here once. Not stored: read back, it is
-    /// worked out again by today's rules.
-    pub url_check: Option<UrlCheck>,
+    /// worked out again by today's rules. Boxed: most questions have none, and a question travels
+    /// inside every session event.
+    pub url_check: Option<Box<UrlCheck>>,
 }
 
 fn key_as_text<S: serde::Serializer>(key: &QuestionKey, s: S) -> Result<S::Ok, S::Error> {
@@ -124,7 +125,7 @@ impl Question {
     pub fn decode(key: QuestionKey, task_id: Option<String>, request: QuestionRequest) -> Question {
         let (message, asks) = asks(&request);
         let url_check = match &asks {
-            Asks::Url { url, .. } => Some(UrlCheck::of(url)),
+            Asks::Url { url, .. } => Some(Box::new(UrlCheck::of(url))),
             _ => None,
         };
         Question { key, task_id, message, asks, request, url_check }
