@@ -96,6 +96,7 @@ pub struct Question {
     /// app's consent dialog show and refuse, worked out here once. Not stored: read back, it is
     /// worked out again by today's rules. Boxed: most questions have none, and a question travels
     /// inside every session event.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub url_check: Option<Box<UrlCheck>>,
 }
 

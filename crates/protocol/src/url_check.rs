@@ -38,7 +38,16 @@ pub struct UrlCheck {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UrlWarning {
     pub kind: UrlWarningKind,
+    /// Whether Taskdeck refuses to open the address ([`UrlWarningKind::refuses`]), so no front end
+    /// keeps its own list.
+    pub refuses: bool,
     pub message: String,
+}
+
+impl UrlWarning {
+    fn new(kind: UrlWarningKind, message: String) -> UrlWarning {
+        UrlWarning { kind, refuses: kind.refuses(), message }
+    }
 }
 
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -88,10 +97,10 @@ impl UrlCheck {
         }
         let mut warnings = Vec::new();
         if scheme == "http" {
-            warnings.push(UrlWarning {
-                kind: UrlWarningKind::NotEncrypted,
-                message: "Not encrypted (http): anyone on the way can read or change this page.".into(),
-            });
+            warnings.push(UrlWarning::new(
+                UrlWarningKind::NotEncrypted,
+                "Not encrypted (http): anyone on the way can read or change this page.".into(),
+            ));
         }
         let (host, registrable_domain) = match url.host() {
             Some(Host::Domain(d)) => {
@@ -119,7 +128,7 @@ fn refused(scheme: String, kind: UrlWarningKind, message: String) -> UrlCheck {
         scheme,
         host: None,
         registrable_domain: None,
-        warnings: vec![UrlWarning { kind, message }],
+        warnings: vec![UrlWarning::new(kind, message)],
     }
 }
 
@@ -135,21 +144,21 @@ fn host_warnings(ascii: &str) -> Vec<UrlWarning> {
         return out;
     }
     let (unicode, _) = idna::domain_to_unicode(ascii);
-    out.push(UrlWarning {
-        kind: UrlWarningKind::Punycode,
-        message: format!(
+    out.push(UrlWarning::new(
+        UrlWarningKind::Punycode,
+        format!(
             "An international name: {ascii} is displayed as “{}”, which may imitate another site.",
             visible(&unicode)
         ),
-    });
+    ));
     if let Some(label) = unicode.split('.').find(|l| mixes_scripts(l)) {
-        out.push(UrlWarning {
-            kind: UrlWarningKind::MixedScript,
-            message: format!(
+        out.push(UrlWarning::new(
+            UrlWarningKind::MixedScript,
+            format!(
                 "“{}” mixes alphabets (such as Latin and Cyrillic), the usual sign of a look-alike name.",
                 visible(label)
             ),
-        });
+        ));
     }
     out
 }
@@ -300,7 +309,7 @@ mod tests {
         assert_eq!((c.can_open(), kinds(&c)), (false, vec![UrlWarningKind::Invalid]));
         let c = UrlCheck::of("https://bank.example.com@evil.example/");
         assert_eq!((c.can_open(), kinds(&c)), (false, vec![UrlWarningKind::Credentials]));
-        assert!(c.warnings.iter().all(|w| w.kind.refuses()));
+        assert!(c.warnings.iter().all(|w| w.refuses && w.kind.refuses()));
     }
 
     #[test]
