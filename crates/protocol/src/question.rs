@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::RequestId;
-use crate::elicitation::{ElicitMode, ElicitRequestParams};
+use crate::elicitation::{ElicitAction, ElicitMode, ElicitRequestParams, ElicitResult};
 use crate::form::FormModel;
 use crate::methods;
 use crate::url_check::UrlCheck;
@@ -145,6 +145,15 @@ impl Question {
         }
     }
 
+    /// The accept for this question. A URL-mode accept only says the user agreed to visit, so it
+    /// carries no `content` (both schemas: "omitted for out-of-band mode responses").
+    pub fn accept(&self, content: serde_json::Map<String, Value>) -> ElicitResult {
+        match self.asks {
+            Asks::Url { .. } => ElicitResult { action: ElicitAction::Accept, content: None, extra: Default::default() },
+            _ => ElicitResult::accept(content),
+        }
+    }
+
     /// The form to ask, for a form elicitation whose schema a form can express.
     pub fn form(&self) -> Option<&FormModel> {
         match &self.asks {
@@ -218,6 +227,20 @@ mod tests {
         assert_eq!(check.registrable_domain.as_deref(), Some("a.example"));
         assert_eq!(serde_json::to_value(&q).unwrap()["url_check"]["host"], "a.example");
         assert_eq!(elicit(json!({"message": "m", "requestedSchema": {}})).url_check, None);
+    }
+
+    #[test]
+    fn accepting_a_url_question_sends_no_content_and_a_form_its_answers() {
+        let url =
+            elicit(json!({"mode": "url", "message": "Sign in", "url": "https://a.example/", "elicitationId": "e"}));
+        let accept = serde_json::to_value(url.accept(serde_json::Map::new())).unwrap();
+        assert_eq!(accept, json!({"action": "accept"}));
+        let form = elicit(json!({"message": "m", "requestedSchema": {"properties": {"n": {"type": "integer"}}}}));
+        let answers = json!({"n": 3}).as_object().cloned().unwrap();
+        assert_eq!(
+            serde_json::to_value(form.accept(answers)).unwrap(),
+            json!({"action": "accept", "content": {"n": 3}})
+        );
     }
 
     #[test]
