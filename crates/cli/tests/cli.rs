@@ -729,3 +729,16 @@ fn a_url_question_shows_the_whole_address_its_domain_and_refuses_javascript() {
     let out = env.run(&["show", &id]);
     assert!(out.stdout.contains("refused: Taskdeck only opens web addresses"), "{out:?}");
 }
+
+#[test]
+fn accepting_a_url_question_sends_no_content() {
+    let (env, markers) = hostile();
+    let args = r#"{"url": "https://a.example/sign-in"}"#;
+    let out = env.run(&["run", "hostile", "visit", "--args", args, "--answer", "{}", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["status"], "completed", "{out:?}");
+    let answers = std::fs::read_to_string(markers.join("../answers.jsonl")).unwrap();
+    let answer: Value = serde_json::from_str(answers.lines().next().unwrap()).unwrap();
+    assert_eq!(answer["result"]["action"], "accept", "{answers}");
+    assert!(answer["result"].get("content").is_none(), "{answers}");
+}

@@ -7,9 +7,11 @@ would create files in MARKER_DIR (the first argument). A test passes when nothin
 CLI's output and no marker file ever appears.
 
 Tools: `ask` (a form question), `visit` (a URL question for the `url` argument) and `fail` (a plain
-call that fails).
+call that fails). Answers it receives are written to `answers.jsonl` beside MARKER_DIR, and complete
+the task.
 """
 import json
+import os
 import sys
 
 marker_dir = sys.argv[1]
@@ -68,6 +70,7 @@ FORM = {
 }
 
 tasks = {}
+results = {}
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
@@ -101,6 +104,14 @@ for line in sys.stdin:
         tid = msg["params"]["taskId"]
         send({"jsonrpc": "2.0", "id": mid, "result": task(tid, tasks.get(tid, "working"))})
     elif method == "tasks/result":
-        pass  # the task waits for its answer, which no test here gives
+        results[msg["params"]["taskId"]] = mid
+    elif method is None and str(mid).startswith("q-"):
+        with open(os.path.join(marker_dir, "..", "answers.jsonl"), "a") as f:
+            f.write(json.dumps(msg) + "\n")
+        tid = str(mid)[2:]
+        tasks[tid] = "completed"
+        send({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task(tid, "completed")})
+        if tid in results:
+            send({"jsonrpc": "2.0", "id": results.pop(tid), "result": {"content": [{"type": "text", "text": "visited"}]}})
     elif mid is not None and "result" not in msg and "error" not in msg:
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
