@@ -84,7 +84,11 @@ pub fn url_lines(url: &str, check: &UrlCheck) -> Vec<String> {
             if let Some(host) = &check.host {
                 let domain = check.registrable_domain.as_deref().unwrap_or(host);
                 // Its own line, first after the address: the part of the name a person must read.
-                lines.push(format!("site: {domain} (host {host})"));
+                lines.push(if domain == host {
+                    format!("site: {domain}")
+                } else {
+                    format!("site: {domain} (host {host})")
+                });
             }
         }
         None => lines.push(format!("Taskdeck will not open this address: {url}")),
