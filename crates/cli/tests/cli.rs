@@ -742,3 +742,32 @@ fn accepting_a_url_question_sends_no_content() {
     assert_eq!(answer["result"]["action"], "accept", "{answers}");
     assert!(answer["result"].get("content").is_none(), "{answers}");
 }
+
+#[test]
+fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
+    let (env, _) = hostile();
+    // `script` gives the CLI a terminal, so the live bar and the prompt are drawn.
+    let config = env.config.as_ref().unwrap().display().to_string();
+    let cli = format!("{CLI} --config {config} --data-dir {} run hostile ask", env.data_dir().display());
+    let mut child = Command::new("script")
+        .args(["-qfec", &cli, "/dev/null"])
+        .env_remove("TASKDECK_LOG")
+        .env_remove("TASKDECK_FORCE_ERA")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    env.wait_task(|t| t["status"] == "input_required");
+    std::thread::sleep(Duration::from_millis(300));
+    child.stdin.as_mut().unwrap().write_all(b":decline\n").unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("hostile asks: Answer me"), "the form is shown: {out:?}");
+    // The bar draws with escapes of its own; none of the server's may arrive.
+    for raw in ["\x1b[2J", "\x1b]0;owned", "\x1b]8;;", "\u{202e}", "\u{200b}", "\u{9b}"] {
+        assert!(!out.stdout.contains(raw) && !out.stderr.contains(raw), "{raw:?} reached the terminal: {out:?}");
+    }
+    assert!(out.stdout.contains(r"Answer me \u{1b}[2J\u{1b}[H\u{1b}]0;owned\u{7}"), "{out:?}");
+    assert!(out.stdout.contains(r"Described \u{1b}[2J"), "the fields' descriptions too: {out:?}");
+}
