@@ -12,6 +12,7 @@ use taskdeck_engine::{
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
 use taskdeck_protocol::types::TaskSupport;
+use taskdeck_protocol::url_check::{UrlCheck, UrlWarning, UrlWarningKind};
 use taskdeck_protocol::{Era, TaskStatus};
 use taskdeck_store::{Answer, EventKind, FailureReason, Progress, Question};
 use ts_rs::{Config, TS};
@@ -44,6 +45,9 @@ fn rendered() -> Vec<(String, String)> {
         render::<Question>(&cfg),
         render::<QuestionRequest>(&cfg),
         render::<Asks>(&cfg),
+        render::<UrlCheck>(&cfg),
+        render::<UrlWarning>(&cfg),
+        render::<UrlWarningKind>(&cfg),
         render::<FormModel>(&cfg),
         render::<Field>(&cfg),
         render::<FieldKind>(&cfg),

@@ -16,6 +16,7 @@ use tokio::sync::broadcast;
 use crate::error::{CliError, EXIT_CANCELLED, EXIT_USAGE, EXIT_WAITING, Result, exit_for};
 use crate::form::{self, Form, Prompted};
 use crate::output;
+use crate::terminal;
 
 pub struct Follow<'a> {
     pub engine: &'a Engine,
@@ -54,6 +55,7 @@ impl Follow<'_> {
                                 continue;
                             }
                             Err(e @ EngineError::InvalidAnswer { .. }) => {
+                                self.print_json(&rec);
                                 self.print_waiting(&rec);
                                 return Err(CliError { exit: EXIT_USAGE, message: e.to_string() });
                             }
@@ -61,6 +63,8 @@ impl Follow<'_> {
                         }
                     }
                     Next::Leave => {
+                        // The record goes to stdout whatever the exit: a script needs the task's id.
+                        self.print_json(&rec);
                         self.print_waiting(&rec);
                         return Ok(EXIT_WAITING);
                     }
@@ -69,9 +73,7 @@ impl Follow<'_> {
             }
             if let Some(reason) = self.engine.stalled(id) {
                 bar.clear();
-                if self.json {
-                    output::print_json(&rec);
-                }
+                self.print_json(&rec);
                 return Err(CliError::runtime(format!(
                     "task {id} is still {} but cannot be followed now: {reason}; `taskdeck-cli resume` picks it up",
                     rec.status
@@ -109,7 +111,7 @@ impl Follow<'_> {
         // The read blocks its thread; Ctrl-C must still win, so the prompt runs beside it and is
         // abandoned (the process exits) when it loses.
         let prompt = tokio::task::spawn_blocking(move || {
-            form::ask(&form, &mut std::io::stdin().lock(), &mut std::io::stderr().lock())
+            form::ask(&form, &mut std::io::stdin().lock(), &mut terminal::Clean(std::io::stderr().lock()))
         });
         tokio::select! {
             res = prompt => match res {
@@ -134,16 +136,20 @@ impl Follow<'_> {
         Ok(if rec.status == TaskStatus::Cancelled { EXIT_CANCELLED } else { code })
     }
 
-    fn finish(&self, rec: &TaskRecord) -> u8 {
+    fn print_json(&self, rec: &TaskRecord) {
         if self.json {
             output::print_json(rec);
         }
+    }
+
+    fn finish(&self, rec: &TaskRecord) -> u8 {
+        self.print_json(rec);
         match rec.status {
             TaskStatus::Completed => {
                 if !self.json
                     && let Some(r) = &rec.result
                 {
-                    println!("{}", output::result_text(r));
+                    terminal::out(&format!("{}\n", output::result_text(r)));
                 }
             }
             TaskStatus::Failed => {
@@ -152,10 +158,11 @@ impl Follow<'_> {
                 if let Some(reason) = e.and_then(|e| e.reason.as_deref()) {
                     msg = format!("{msg} [{reason}]");
                 }
-                eprintln!("task {} failed: {msg}", rec.id);
+                terminal::err(&format!("task {} failed: {msg}\n", rec.id));
             }
             TaskStatus::Cancelled => {
-                eprintln!("task {} cancelled: {}", rec.id, rec.status_message.as_deref().unwrap_or("cancelled"));
+                let why = rec.status_message.as_deref().unwrap_or("cancelled");
+                terminal::err(&format!("task {} cancelled: {why}\n", rec.id));
             }
             TaskStatus::InputRequired => self.print_waiting(rec),
             TaskStatus::Working => {}
@@ -178,12 +185,19 @@ impl Follow<'_> {
                 if let Some(why) = q.and_then(|q| no_form_reason(&q.asks)) {
                     text.push_str(&format!("  ({why})\n"));
                 }
-                "{}".into()
+                Some(serde_json::json!({}))
             }
         };
         let cmd = format!("taskdeck-cli{} answer {}", self.invocation, rec.id);
-        text.push_str(&format!("answer with: {cmd} --json '{example}'\n    or: {cmd} --decline\n"));
-        eprint!("{text}");
+        match example {
+            // Quoted so that pasting it runs this command and nothing else, whatever the server named.
+            Some(example) => text.push_str(&format!(
+                "answer with: {cmd} --json '{}'\n    or: {cmd} --decline\n",
+                terminal::shell_quotable_json(&example)
+            )),
+            None => text.push_str(&format!("answer with: {cmd} --decline\n")),
+        }
+        terminal::err(&text);
     }
 }
 
@@ -246,7 +260,8 @@ impl Bar {
                 }
             }
         }
-        self.bar.set_message(message);
+        // The bar redraws one line: server text goes on it cleaned and flattened.
+        self.bar.set_message(terminal::clean(&message).split_whitespace().collect::<Vec<_>>().join(" "));
     }
 
     fn clear(&self) {

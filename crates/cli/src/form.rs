@@ -8,14 +8,16 @@ use serde_json::{Map, Value, json};
 use taskdeck_engine::{AnswerInput, TaskRecord};
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel};
 use taskdeck_protocol::question::Asks;
+use taskdeck_protocol::url_check::UrlCheck;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Form {
     pub server: String,
     pub message: String,
     pub fields: Vec<Field>,
-    /// URL-mode questions are answered in a browser, not here.
-    pub url: Option<String>,
+    /// URL-mode questions are answered in a browser, not here: the address as sent, and where it
+    /// would take the user.
+    pub url: Option<(String, UrlCheck)>,
 }
 
 impl Form {
@@ -25,7 +27,10 @@ impl Form {
         let q = task.question.as_ref()?;
         let (fields, url) = match &q.asks {
             Asks::Form { form: FormModel::Ready { fields }, .. } => (fields.clone(), None),
-            Asks::Url { url, .. } => (Vec::new(), Some(url.clone())),
+            Asks::Url { url, .. } => {
+                let check = q.url_check.as_deref().cloned().unwrap_or_else(|| UrlCheck::of(url));
+                (Vec::new(), Some((url.clone(), check)))
+            }
             _ => return None,
         };
         Some(Form { server: task.server.clone(), message: q.message.clone().unwrap_or_default(), fields, url })
@@ -34,8 +39,10 @@ impl Form {
     /// The question for a reader: the server's message, then one line per field.
     pub fn describe(&self) -> String {
         let mut out = format!("{} asks: {}\n", self.server, self.message);
-        if let Some(url) = &self.url {
-            out.push_str(&format!("  open {url} to answer\n"));
+        if let Some((url, check)) = &self.url {
+            for line in url_lines(url, check) {
+                out.push_str(&format!("  {line}\n"));
+            }
         }
         for f in &self.fields {
             out.push_str(&format!("  {}\n", describe(f)));
@@ -43,8 +50,12 @@ impl Form {
         out
     }
 
-    /// A `--json` value that would be accepted, to copy and edit.
-    pub fn example(&self) -> String {
+    /// A `--json` value that would be accepted, to copy and edit; `None` when the only answer to
+    /// give is to decline (an address Taskdeck will not open).
+    pub fn example(&self) -> Option<Value> {
+        if self.url.as_ref().is_some_and(|(_, check)| !check.can_open()) {
+            return None;
+        }
         let mut m = Map::new();
         for f in self.fields.iter().filter(|f| f.required) {
             let v = match &f.kind {
@@ -58,7 +69,58 @@ impl Form {
             };
             m.insert(f.name.clone(), v);
         }
-        Value::Object(m).to_string()
+        Some(Value::Object(m))
+    }
+}
+
+/// A URL question for a reader: the whole address a browser would be given, the domain it belongs
+/// to, and every warning, or why Taskdeck will not open it (the address then shown as sent, cleaned
+/// by the terminal like all server text).
+pub fn url_lines(url: &str, check: &UrlCheck) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &check.href {
+        Some(href) => {
+            lines.push(format!("open this address to answer: {href}"));
+            if let Some(host) = &check.host {
+                let domain = check.registrable_domain.as_deref().unwrap_or(host);
+                // Its own line, first after the address: the part of the name a person must read.
+                lines.push(if domain == host {
+                    format!("site: {domain}")
+                } else {
+                    format!("site: {domain} (host {host})")
+                });
+            }
+        }
+        None => lines.push(format!("Taskdeck will not open this address: {url}")),
+    }
+    for w in &check.warnings {
+        let tag = if w.kind.refuses() { "refused" } else { "warning" };
+        lines.push(format!("{tag}: {}", w.message));
+    }
+    lines
+}
+
+/// A URL question at the keyboard: Enter accepts once the person has visited the address (which
+/// Taskdeck never opens itself), unless it is an address Taskdeck refuses.
+fn ask_visit(check: &UrlCheck, input: &mut impl BufRead, out: &mut impl Write) -> std::io::Result<Prompted> {
+    loop {
+        if check.can_open() {
+            write!(out, "  > press Enter once you have visited it: ")?;
+        } else {
+            write!(out, "  > type :decline: ")?;
+        }
+        out.flush()?;
+        let mut line = String::new();
+        if input.read_line(&mut line)? == 0 {
+            writeln!(out)?;
+            return Ok(Prompted::Leave);
+        }
+        match line.trim() {
+            ":decline" => return Ok(Prompted::Answer(AnswerInput::Decline)),
+            ":cancel" => return Ok(Prompted::Answer(AnswerInput::Cancel)),
+            "" if check.can_open() => return Ok(Prompted::Answer(AnswerInput::Accept(Map::new()))),
+            _ => {}
+        }
     }
 }
 
@@ -186,10 +248,15 @@ pub enum Prompted {
 /// Asks each field in turn on stderr (stdout is for results), re-asking until the input fits.
 pub fn ask(form: &Form, input: &mut impl BufRead, out: &mut impl Write) -> std::io::Result<Prompted> {
     writeln!(out, "\n{} asks: {}", form.server, form.message)?;
-    if let Some(url) = &form.url {
-        writeln!(out, "  open {url}, then press Enter to accept")?;
+    if let Some((url, check)) = &form.url {
+        for line in url_lines(url, check) {
+            writeln!(out, "  {line}")?;
+        }
     }
     writeln!(out, "  (type :decline to decline, :cancel to cancel the question, Ctrl-D to leave it waiting)")?;
+    if let Some((_, check)) = &form.url {
+        return ask_visit(check, input, out);
+    }
     let mut content = Map::new();
     for f in &form.fields {
         writeln!(out, "\n  {}{}", label(f), if f.required { " *" } else { "" })?;
@@ -291,9 +358,33 @@ mod tests {
         assert!(describe(fish).starts_with("fish: any of (comma-separated): fish-1 (Tuna), fish-2, fish-3"));
     }
 
+    fn visit(url: &str) -> Form {
+        Form {
+            server: "s".into(),
+            message: "Sign in".into(),
+            fields: Vec::new(),
+            url: Some((url.into(), UrlCheck::of(url))),
+        }
+    }
+
+    #[test]
+    fn a_url_question_is_accepted_with_enter_only_when_taskdeck_would_open_it() {
+        let mut out = Vec::new();
+        let ok = ask(&visit("https://a.example/x"), &mut std::io::Cursor::new("\n"), &mut out).unwrap();
+        assert!(matches!(ok, Prompted::Answer(AnswerInput::Accept(m)) if m.is_empty()));
+        let mut out = Vec::new();
+        let refused =
+            ask(&visit("javascript:alert(1)"), &mut std::io::Cursor::new("\n\n:decline\n"), &mut out).unwrap();
+        assert!(matches!(refused, Prompted::Answer(AnswerInput::Decline)));
+        let shown = String::from_utf8(out).unwrap();
+        assert!(shown.contains("refused: Taskdeck only opens web addresses"), "{shown}");
+        assert_eq!(shown.matches("type :decline: ").count(), 3, "{shown}");
+        assert_eq!(visit("javascript:alert(1)").example(), None);
+    }
+
     #[test]
     fn the_example_names_every_required_field() {
-        let example: Value = serde_json::from_str(&form().example()).unwrap();
+        let example = form().example().unwrap();
         assert_eq!(example, json!({"service": "checkout", "n": 1}));
         assert!(form().describe().contains("service: one of: checkout (Checkout API), auth, required"));
     }

@@ -9,9 +9,9 @@ mod error;
 mod follow;
 mod form;
 mod output;
+mod terminal;
 
 use std::collections::VecDeque;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", e.message);
+            terminal::err(&format!("error: {}\n", e.message));
             e.exit
         }
     };
@@ -70,10 +70,9 @@ fn init_logging(cli: &Cli) -> Option<WorkerGuard> {
         // The client warns when a server's session closes, which is also every deliberate shutdown at
         // exit; the supervisor's own log already records unexpected ends.
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,taskdeck_client::session=error"));
-    let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(filter);
+    // Log lines quote what servers said, so they reach the terminal cleaned like everything else;
+    // colour codes would be cleaned too, so there are none.
+    let stderr = tracing_subscriber::fmt::layer().with_writer(terminal::stderr).with_ansi(false).with_filter(filter);
     // Paths that do not resolve are reported by `dispatch`; there is no log folder to speak of then.
     let log_dir = Paths::resolve(cli.config.clone(), cli.data_dir.clone()).ok().map(|p| p.log_dir());
     // A log folder that cannot be written must not stop a command: stderr still says what matters.
@@ -109,7 +108,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             } else if tasks.is_empty() {
                 eprintln!("no tasks{}", status.map(|s| format!(" with status {s}")).unwrap_or_default());
             } else {
-                print!("{}", output::tasks_table(&tasks));
+                terminal::out(&output::tasks_table(&tasks));
             }
             Ok(EXIT_COMPLETED)
         }
@@ -120,7 +119,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             if json {
                 output::print_json(&output::TaskWithEvents { task: &rec, events: &events });
             } else {
-                print!("{}", output::show_task(&rec, &events));
+                terminal::out(&output::show_task(&rec, &events));
             }
             Ok(EXIT_COMPLETED)
         }
@@ -196,7 +195,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             if json {
                 output::print_json(&servers);
             } else {
-                print!("{}", output::servers_table(&servers));
+                terminal::out(&output::servers_table(&servers));
             }
             Ok(EXIT_COMPLETED)
         }
@@ -205,7 +204,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             if json {
                 output::print_json(&tools);
             } else {
-                print!("{}", output::tools_table(&tools));
+                terminal::out(&output::tools_table(&tools));
             }
             Ok(EXIT_COMPLETED)
         }
@@ -260,7 +259,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             } else if done.is_empty() {
                 eprintln!("nothing to resume");
             } else {
-                print!("{}", output::tasks_table(&done));
+                terminal::out(&output::tasks_table(&done));
             }
             Ok(EXIT_COMPLETED)
         }
@@ -269,7 +268,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             if json {
                 output::print_json(&report);
             } else {
-                print!("{report}");
+                terminal::out(&report.to_string());
             }
             Ok(if report.failed == 0 { EXIT_COMPLETED } else { EXIT_FAILED })
         }

@@ -26,6 +26,10 @@ pub fn print_json(value: &impl Serialize) {
 /// Columns padded to their widest cell; the last column is left ragged so long messages do not
 /// push trailing spaces.
 pub fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    // Cells as the terminal will show them, so the columns line up after cleaning.
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|c| crate::terminal::clean(c).into_owned()).collect()).collect();
+    let rows = rows.as_slice();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -207,6 +211,11 @@ pub fn show_task(t: &TaskRecord, events: &[TaskEvent]) -> String {
     fields.push(("updated", crate::output::timestamp(&t.updated_at)));
     if let Some(q) = &t.question {
         fields.push(("question", q.message.clone().unwrap_or_else(|| "(no message)".into())));
+        if let (taskdeck_protocol::question::Asks::Url { url, .. }, Some(check)) = (&q.asks, &q.url_check) {
+            for line in crate::form::url_lines(url, check) {
+                fields.push(("", line));
+            }
+        }
     }
     if let Some(e) = &t.error {
         let mut s = e.message.clone();

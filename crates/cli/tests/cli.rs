@@ -586,3 +586,188 @@ fn a_closed_output_pipe_ends_the_command_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_ne!(out.status.code(), Some(101), "{stderr}");
 }
+
+/// A server whose every string is hostile (`tests/support/hostile_server.py`); files its shell
+/// payloads would create land in `markers`.
+fn hostile() -> (Env, PathBuf) {
+    let env = Env::demo();
+    let markers = env.dir.path().join("markers");
+    std::fs::create_dir(&markers).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/hostile_server.py");
+    let entry = json!({"command": "python3", "args": [script, &markers]});
+    let config = write_servers_config(&env.dir.path().join("hostile.json"), [("hostile", entry)]);
+    (Env { config: Some(config), ..env }, markers)
+}
+
+/// What no terminal may receive from a server: control characters other than newline and tab
+/// (so no escape sequence), bidi controls and invisible characters.
+fn raw_terminal_text(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        })
+        .collect()
+}
+
+fn assert_nothing_raw(out: &Out) {
+    assert_eq!(raw_terminal_text(&out.stdout), [] as [char; 0], "stdout: {out:?}");
+    assert_eq!(raw_terminal_text(&out.stderr), [] as [char; 0], "stderr: {out:?}");
+}
+
+fn markers_made(markers: &Path) -> Vec<String> {
+    std::fs::read_dir(markers).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+#[test]
+fn a_hostile_servers_escapes_reach_the_terminal_only_as_visible_text() {
+    let (env, _) = hostile();
+    let out = env.run(&["tools", "hostile"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stdout.contains(r"asks \u{1b}[2J"), "shown, not obeyed: {out:?}");
+
+    let out = env.run(&["run", "hostile", "fail"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stderr.contains(r"broke \u{1b}[2J\u{1b}[H\u{1b}]0;owned\u{7}"), "{out:?}");
+
+    let out = env.run(&["run", "hostile", "ask"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stderr.contains(r"Answer me \u{1b}[2J"), "{out:?}");
+    assert!(out.stderr.contains(r"\u{202e}txt.exe") && out.stderr.contains(r"ad\u{200b}min"), "{out:?}");
+
+    let id = id_of(&env.tasks()[0]);
+    for args in [&["show", id.as_str()][..], &["tasks"], &["servers"]] {
+        let out = env.run(args);
+        assert_eq!(out.code, 0, "{args:?}: {out:?}");
+        assert_nothing_raw(&out);
+    }
+}
+
+#[test]
+fn the_answer_hint_pasted_into_a_shell_runs_only_the_answer_with_the_servers_names_intact() {
+    let (env, markers) = hostile();
+    let out = env.run(&["run", "hostile", "ask"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let hint = out.stderr.lines().find_map(|l| l.strip_prefix("answer with: ")).expect("a hint").to_owned();
+    assert!(hint.starts_with("taskdeck-cli "), "{hint}");
+
+    // Pasted as printed, with a `taskdeck-cli` on the PATH that writes down the words the shell gave it.
+    let bin = env.dir.path().join("bin");
+    let words = env.dir.path().join("words");
+    std::fs::create_dir(&bin).unwrap();
+    let recorder = format!("#!/bin/sh\nfor w in \"$@\"; do printf '%s\\0' \"$w\"; done > '{}'\n", words.display());
+    std::fs::write(bin.join("taskdeck-cli"), recorder).unwrap();
+    Command::new("chmod").arg("+x").arg(bin.join("taskdeck-cli")).status().unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let status = Command::new("sh").arg("-c").arg(&hint).env("PATH", path).current_dir(&markers).status().unwrap();
+    assert!(status.success(), "{hint}");
+    assert_eq!(markers_made(&markers), Vec::<String>::new(), "the server's commands ran: {hint}");
+
+    let words = std::fs::read(&words).unwrap();
+    let words: Vec<String> = words.split(|b| *b == 0).map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+    let at = words.iter().position(|w| w == "--json").expect("--json");
+    assert_eq!(&words[at - 2..at], ["answer", id_of(&env.tasks()[0]).as_str()]);
+    let content: Value = serde_json::from_str(&words[at + 1]).unwrap();
+    let marker = markers.display();
+    let choice = "choice\x1b[2J\x1b[H\x1b]0;owned\x07\x1b]8;;https://evil.example/\x1b\\click me\x1b]8;;\x1b\\\u{202e}txt.exe\u{202c}ad\u{200b}min\r\u{9b}31m";
+    assert_eq!(
+        content,
+        json!({
+            format!("x'; touch {marker}/quote-in-name; echo '"): format!("'$(touch {marker}/subst-in-default)'"),
+            choice: format!("it's`touch {marker}/backtick-in-option`\"; touch {marker}/after-option #"),
+        }),
+        "the shell hands the CLI the server's exact names and values"
+    );
+}
+
+#[test]
+fn run_json_prints_the_record_of_a_task_that_waits_for_input() {
+    let env = Env::demo();
+    let out = env.run(&["run", "demo", "diagnose_incident", "--json"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["status"], "input_required", "{t}");
+    assert_eq!(t["id"], id_of(&env.tasks()[0]).as_str());
+    assert_eq!(t["question"]["asks"]["kind"], "form");
+    // The person still gets the question and the hint on stderr.
+    assert!(out.stderr.contains("answer with: "), "{out:?}");
+}
+
+#[test]
+fn a_url_question_shows_the_whole_address_its_domain_and_refuses_javascript() {
+    let (env, _) = hostile();
+    let long = format!("https://login.example.co.uk/{}?end=1", "a".repeat(5000));
+    let out = env.run(&["run", "hostile", "visit", "--args", &json!({"url": long}).to_string()]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains(&format!("open this address to answer: {long}\n")), "the whole URL: {out:?}");
+    assert!(out.stderr.contains("site: example.co.uk (host login.example.co.uk)"), "{out:?}");
+    assert!(out.stderr.contains("--json '{}'"), "{out:?}");
+
+    let out = env.run(&["run", "hostile", "visit", "--args", r#"{"url": "https://xn--pple-43d.com/login"}"#]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("site: xn--pple-43d.com"), "{out:?}");
+    assert!(
+        out.stderr.contains("warning: An international name: xn--pple-43d.com is displayed as “аpple.com”"),
+        "{out:?}"
+    );
+    assert!(out.stderr.contains("warning: “аpple” mixes alphabets"), "{out:?}");
+
+    let out = env.run(&["run", "hostile", "visit", "--args", r#"{"url": "javascript:alert(document.cookie)"}"#]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stderr.contains("Taskdeck will not open this address: javascript:alert(document.cookie)"), "{out:?}");
+    assert!(
+        out.stderr.contains("refused: Taskdeck only opens web addresses (http, https), not javascript: links."),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("--json"), "accepting is not offered: {out:?}");
+    assert!(out.stderr.contains("--decline"), "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+    let out = env.run(&["show", &id]);
+    assert!(out.stdout.contains("refused: Taskdeck only opens web addresses"), "{out:?}");
+}
+
+#[test]
+fn accepting_a_url_question_sends_no_content() {
+    let (env, markers) = hostile();
+    let args = r#"{"url": "https://a.example/sign-in"}"#;
+    let out = env.run(&["run", "hostile", "visit", "--args", args, "--answer", "{}", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["status"], "completed", "{out:?}");
+    let answers = std::fs::read_to_string(markers.join("../answers.jsonl")).unwrap();
+    let answer: Value = serde_json::from_str(answers.lines().next().unwrap()).unwrap();
+    assert_eq!(answer["result"]["action"], "accept", "{answers}");
+    assert!(answer["result"].get("content").is_none(), "{answers}");
+}
+
+#[test]
+fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
+    let (env, _) = hostile();
+    // `script` gives the CLI a terminal, so the live bar and the prompt are drawn.
+    let config = env.config.as_ref().unwrap().display().to_string();
+    let cli = format!("{CLI} --config {config} --data-dir {} run hostile ask", env.data_dir().display());
+    let mut child = Command::new("script")
+        .args(["-qfec", &cli, "/dev/null"])
+        .env_remove("TASKDECK_LOG")
+        .env_remove("TASKDECK_FORCE_ERA")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    env.wait_task(|t| t["status"] == "input_required");
+    std::thread::sleep(Duration::from_millis(300));
+    child.stdin.as_mut().unwrap().write_all(b":decline\n").unwrap();
+    let out = finish(child);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("hostile asks: Answer me"), "the form is shown: {out:?}");
+    // The bar draws with escapes of its own; none of the server's may arrive.
+    for raw in ["\x1b[2J", "\x1b]0;owned", "\x1b]8;;", "\u{202e}", "\u{200b}", "\u{9b}"] {
+        assert!(!out.stdout.contains(raw) && !out.stderr.contains(raw), "{raw:?} reached the terminal: {out:?}");
+    }
+    assert!(out.stdout.contains(r"Answer me \u{1b}[2J\u{1b}[H\u{1b}]0;owned\u{7}"), "{out:?}");
+    assert!(out.stdout.contains(r"Described \u{1b}[2J"), "the fields' descriptions too: {out:?}");
+}

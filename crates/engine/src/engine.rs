@@ -293,7 +293,7 @@ impl Engine {
                         .check(schema, &Value::Object(content.clone()))
                         .map_err(|(path, message)| EngineError::InvalidAnswer { path, message })?;
                 }
-                ElicitResult::accept(content.clone())
+                question.accept(content.clone())
             }
             AnswerInput::Decline => ElicitResult::decline(),
             AnswerInput::Cancel => ElicitResult::cancel(),

@@ -24,6 +24,7 @@ pub mod modern;
 pub mod question;
 pub mod task;
 pub mod types;
+pub mod url_check;
 
 pub use jsonrpc::{ErrorObject, Message, MessageError, Notification, Request, RequestId, Response, codes};
 pub use task::TaskStatus;

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::RequestId;
-use crate::elicitation::{ElicitMode, ElicitRequestParams};
+use crate::elicitation::{ElicitAction, ElicitMode, ElicitRequestParams, ElicitResult};
 use crate::form::FormModel;
+use crate::url_check::UrlCheck;
 use crate::{limits, methods};
 
 /// How a question is answered: legacy questions are open JSON-RPC requests from the server;
@@ -98,6 +99,12 @@ pub struct Question {
     pub message: Option<String>,
     pub asks: Asks,
     pub request: QuestionRequest,
+    /// For a URL-mode elicitation, where its address would take the user: what the CLI and the
+    /// app's consent dialog show and refuse, worked out here once. Not stored: read back, it is
+    /// worked out again by today's rules. Boxed: most questions have none, and a question travels
+    /// inside every session event.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub url_check: Option<Box<UrlCheck>>,
 }
 
 fn key_as_text<S: serde::Serializer>(key: &QuestionKey, s: S) -> Result<S::Ok, S::Error> {
@@ -150,7 +157,11 @@ impl Question {
             return Question::too_large(key, task_id, request.method, message, size);
         }
         let (message, asks) = asks(&request);
-        Question { key, task_id, message, asks, request }
+        let url_check = match &asks {
+            Asks::Url { url, .. } => Some(Box::new(UrlCheck::of(url))),
+            _ => None,
+        };
+        Question { key, task_id, message, asks, request, url_check }
     }
 
     /// A question over [`limits::QUESTION_BYTES`]: only its method and its message (cut to the
@@ -164,7 +175,7 @@ impl Question {
     ) -> Question {
         let message = limits::cut_opt(message, limits::STATUS_MESSAGE_BYTES);
         let request = QuestionRequest { method, params: Value::Null };
-        Question { key, task_id, message, asks: Asks::TooLarge { size }, request }
+        Question { key, task_id, message, asks: Asks::TooLarge { size }, request, url_check: None }
     }
 
     /// The size of a question too large to keep, in bytes of JSON.
@@ -185,6 +196,15 @@ impl Question {
         match &self.asks {
             Asks::Form { schema, .. } => Some(schema),
             _ => None,
+        }
+    }
+
+    /// The accept for this question. A URL-mode accept only says the user agreed to visit, so it
+    /// carries no `content` (both schemas: "omitted for out-of-band mode responses").
+    pub fn accept(&self, content: serde_json::Map<String, Value>) -> ElicitResult {
+        match self.asks {
+            Asks::Url { .. } => ElicitResult { action: ElicitAction::Accept, content: None, extra: Default::default() },
+            _ => ElicitResult::accept(content),
         }
     }
 
@@ -257,6 +277,32 @@ mod tests {
         assert_eq!(q.asks, Asks::Url { url: "https://a.example/x".into(), elicitation_id: "e1".into() });
         assert_eq!(q.message.as_deref(), Some("Sign in"));
         assert_eq!(q.schema(), None);
+        let check = q.url_check.as_ref().expect("a URL question is checked");
+        assert_eq!(check.registrable_domain.as_deref(), Some("a.example"));
+        assert_eq!(serde_json::to_value(&q).unwrap()["url_check"]["host"], "a.example");
+        assert_eq!(elicit(json!({"message": "m", "requestedSchema": {}})).url_check, None);
+    }
+
+    #[test]
+    fn accepting_a_url_question_sends_no_content_and_a_form_its_answers() {
+        let url =
+            elicit(json!({"mode": "url", "message": "Sign in", "url": "https://a.example/", "elicitationId": "e"}));
+        let accept = serde_json::to_value(url.accept(serde_json::Map::new())).unwrap();
+        assert_eq!(accept, json!({"action": "accept"}));
+        let form = elicit(json!({"message": "m", "requestedSchema": {"properties": {"n": {"type": "integer"}}}}));
+        let answers = json!({"n": 3}).as_object().cloned().unwrap();
+        assert_eq!(
+            serde_json::to_value(form.accept(answers)).unwrap(),
+            json!({"action": "accept", "content": {"n": 3}})
+        );
+    }
+
+    #[test]
+    fn a_url_question_for_a_javascript_address_is_refused_when_decoded() {
+        let q = elicit(json!({"mode": "url", "message": "Click", "url": "javascript:alert(1)", "elicitationId": "e"}));
+        let check = q.url_check.expect("checked");
+        assert!(!check.can_open());
+        assert_eq!(check.warnings[0].kind, crate::url_check::UrlWarningKind::NotWeb);
     }
 
     #[test]

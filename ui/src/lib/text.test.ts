@@ -12,6 +12,14 @@ describe('inertText', () => {
     expect(inertText('a\u2066b\u2069c')).toBe('abc');
   });
 
+  it('removes invisible characters that make two names look alike', () => {
+    expect(inertText('ad\u200Bmin')).toBe('admin');
+    expect(inertText('pay\u200Cpal\u200D\u2060\uFEFF\u00AD')).toBe('paypal');
+    expect(inertText('left\u200Emark\u200Fright\u061C')).toBe('leftmarkright');
+    expect(inertText('hidden\u{E0041}\u{E0042}tag')).toBe('hiddentag');
+    expect(inertText('Ünïcödé — 日本語 — עברית — 🎉')).toBe('Ünïcödé — 日本語 — עברית — 🎉');
+  });
+
   it('removes control characters', () => {
     expect(inertText('bell\u0007 and escape\u001B[31m')).toBe('bell and escape[31m');
   });

@@ -1,3 +1,7 @@
+const INVISIBLE =
+  // eslint-disable-next-line no-control-regex, no-misleading-character-class -- matching these characters is the point
+  /[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u206F\u3164\uFEFF\uFFA0\uFFF9-\uFFFB\u{E0000}-\u{E007F}]/gu;
+
 /**
  * Turns anything a server sent (names, descriptions, status messages, errors) into plain text for
  * display. Svelte's `{value}` already renders text, never markup; this also removes what could make
@@ -20,9 +24,12 @@ export function inertText(value: unknown, maxLength = 500): string {
     }
   }
 
-  // C0/C1 controls except tab and newline, and the Unicode bidi embedding/override/isolate marks.
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  const cleaned = text.replace(/[\u0000-\u0008\u000B-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]/g, '');
+  // C0/C1 controls except tab and newline; bidi marks, embeddings, overrides and isolates; and the
+  // invisible characters that make two names look alike (zero-width spaces and joiners, word
+  // joiners, invisible operators, the soft hyphen, the byte-order mark, Hangul fillers, tags). An
+  // emoji joined by U+200D shows as its parts: a fair price for `ad\u200Bmin` showing as `admin`
+  // only when it is.
+  const cleaned = text.replace(INVISIBLE, '');
   const chars = Array.from(cleaned);
   return chars.length > maxLength ? `${chars.slice(0, maxLength - 1).join('')}…` : cleaned;
 }
