@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
-use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use taskdeck_app::commands::{
+    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
+};
 use taskdeck_engine::{
     EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
@@ -36,6 +38,8 @@ fn rendered() -> Vec<(String, String)> {
         render::<EngineEvent>(&cfg),
         render::<TaskRecord>(&cfg),
         render::<TaskSummary>(&cfg),
+        render::<QuestionSummary>(&cfg),
+        render::<QuestionKind>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

@@ -64,6 +64,8 @@ export const listTools = (server: string) => call('list_tools', { server });
 export const runTool = (server: string, tool: string, args: JsonValue) => call('run_tool', { server, tool, arguments: args });
 export const listTasks = () => call('list_tasks');
 export const taskDetail = (id: string) => call('task_detail', { id });
+/** The task's events newer than event `after` (0 for all of them). */
+export const taskEvents = (id: string, after: number) => call('task_events', { id, after });
 export const answerTask = (id: string, answer: ElicitAnswer) => call('answer_task', { id, answer });
 export const cancelTask = (id: string) => call('cancel_task', { id });
 export const rerunTask = (id: string) => call('rerun_task', { id });

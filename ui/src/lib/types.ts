@@ -21,6 +21,8 @@ export type { Answer } from './bindings/Answer';
 export type { TaskError } from './bindings/TaskError';
 export type { TaskRecord } from './bindings/TaskRecord';
 export type { TaskSummary } from './bindings/TaskSummary';
+export type { QuestionSummary } from './bindings/QuestionSummary';
+export type { QuestionKind } from './bindings/QuestionKind';
 export type { EventKind } from './bindings/EventKind';
 export type { TaskEvent } from './bindings/TaskEvent';
 export type { ServerPhase } from './bindings/ServerPhase';

@@ -5,6 +5,7 @@ import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
 import type { ServerStatus } from "./ServerStatus";
 import type { TaskDetail } from "./TaskDetail";
+import type { TaskEvent } from "./TaskEvent";
 import type { TaskSummary } from "./TaskSummary";
 import type { ToolInfo } from "./ToolInfo";
 
@@ -23,6 +24,7 @@ export type Commands = {
   export_result: { args: { id: string }; response: string | null };
   list_tasks: { args: Record<string, never>; response: Array<TaskSummary> };
   task_detail: { args: { id: string }; response: TaskDetail };
+  task_events: { args: { id: string; after: number }; response: Array<TaskEvent> };
   answer_task: { args: { id: string; answer: AnswerPayload }; response: TaskSummary };
   cancel_task: { args: { id: string }; response: TaskSummary };
   open_url: { args: { url: string }; response: null };
