@@ -40,6 +40,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .plugin(window_state)
         .manage(state)
         .manage(notify::Watch::default())
+        .manage(notify::Notifier::default())
         .manage(window::Lifecycle::default())
         .on_window_event(window::on_window_event)
         .invoke_handler(registry::handler())
@@ -49,6 +50,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             if let Err(e) = tray::build(&handle, false) {
                 tracing::warn!("no tray icon: {e}");
             }
+            notify::start(&handle);
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
