@@ -16,6 +16,7 @@ use tauri::State;
 use ts_rs::TS;
 
 use crate::bridge::AppState;
+use crate::links::OfferedUrl;
 
 /// What the UI shows about this running instance.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -379,15 +380,22 @@ pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskS
     Ok((&task).into())
 }
 
-/// Opens a link in the system browser. The webview asks the user first and calls this only after
-/// they agreed; only web links are opened.
+/// Opens a link in the system browser: only one the engine holds for the task, as `which` of its
+/// links, and exactly the address the page showed (see `links::checked`). The webview asks the user
+/// first and calls this only after they agreed.
 #[tauri::command]
-pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
-    let lower = url.to_ascii_lowercase();
-    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-        return Err(CommandError::new(ErrorCode::InvalidUrl, format!("only web links can be opened: {url}")));
-    }
-    crate::os::open_url(&app, &url)
+pub fn open_url(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    task_id: String,
+    which: OfferedUrl,
+    url: String,
+) -> Result<()> {
+    let task = engine(&state)?.get(&task_id)?;
+    let url = crate::links::checked(&task, which, &url).inspect_err(|e| {
+        tracing::warn!(task = %task.id, ?which, reason = %e.message, "open_url refused");
+    })?;
+    crate::os::open_url(&app, url)
 }
 
 /// Also moves the tray's check mark and tells every listener, so the two switches agree.

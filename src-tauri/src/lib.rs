@@ -3,6 +3,8 @@
 pub mod bridge;
 mod cli;
 pub mod commands;
+pub mod links;
+pub mod navigation;
 pub mod notify;
 mod os;
 pub mod registry;
@@ -46,6 +48,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
+            window::build_main(&handle)?;
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
             if let Err(e) = tray::build(&handle, false) {
                 tracing::warn!("no tray icon: {e}");

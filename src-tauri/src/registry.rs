@@ -10,6 +10,7 @@ use taskdeck_engine::{LogLine, ServerStatus, TaskEvent, ToolInfo};
 use ts_rs::{Config, Dependency, TS, TypeVisitor};
 
 use crate::commands::{self, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use crate::links::OfferedUrl;
 
 macro_rules! commands {
     ($( $name:ident [$($ctx:ident),*] ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {

@@ -8,6 +8,7 @@ use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{
     AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
 };
+use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
     EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
@@ -40,6 +41,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<TaskSummary>(&cfg),
         render::<QuestionSummary>(&cfg),
         render::<QuestionKind>(&cfg),
+        render::<OfferedUrl>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

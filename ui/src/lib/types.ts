@@ -23,6 +23,7 @@ export type { TaskRecord } from './bindings/TaskRecord';
 export type { TaskSummary } from './bindings/TaskSummary';
 export type { QuestionSummary } from './bindings/QuestionSummary';
 export type { QuestionKind } from './bindings/QuestionKind';
+export type { OfferedUrl } from './bindings/OfferedUrl';
 export type { EventKind } from './bindings/EventKind';
 export type { TaskEvent } from './bindings/TaskEvent';
 export type { ServerPhase } from './bindings/ServerPhase';

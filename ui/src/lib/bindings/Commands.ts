@@ -3,6 +3,7 @@ import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
@@ -27,7 +28,7 @@ export type Commands = {
   task_events: { args: { id: string; after: number }; response: Array<TaskEvent> };
   answer_task: { args: { id: string; answer: AnswerPayload }; response: TaskSummary };
   cancel_task: { args: { id: string }; response: TaskSummary };
-  open_url: { args: { url: string }; response: null };
+  open_url: { args: { taskId: string; which: OfferedUrl; url: string }; response: null };
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
