@@ -121,9 +121,18 @@ fn notice(mut alerts: Vec<Alert>, overflow: usize) -> Notice {
     if overflow > 0 {
         parts.push(format!("{overflow} more"));
     }
+    // Newest first, one line per distinct summary: eight runs of one tool are one line, not eight.
+    let mut named: Vec<(&str, usize)> = Vec::new();
+    for a in alerts.iter().rev() {
+        if let Some((_, n)) = named.iter_mut().find(|(s, _)| *s == a.summary) {
+            *n += 1;
+        } else if named.len() < NAMED_IN_GROUP {
+            named.push((&a.summary, 1));
+        }
+    }
     let mut lines = vec![parts.join(", ")];
-    lines.extend(alerts.iter().rev().take(NAMED_IN_GROUP).map(|a| a.summary.clone()));
-    let unnamed = total.saturating_sub(NAMED_IN_GROUP);
+    lines.extend(named.iter().map(|&(s, n)| if n > 1 { format!("{s} (×{n})") } else { s.to_owned() }));
+    let unnamed = total - named.iter().map(|(_, n)| n).sum::<usize>();
     if unnamed > 0 {
         lines.push(format!("and {unnamed} more"));
     }
@@ -200,6 +209,32 @@ mod tests {
             "2 waiting for your input, 1 done\nc on demo: Done\nb on demo: Needs your input\na on demo: Needs your input"
         );
         assert_eq!(n.task_id, None, "a group brings the window forward, not one task");
+    }
+
+    #[test]
+    fn a_group_names_each_kind_of_news_once_with_its_count() {
+        let mut alerts: Vec<(u64, &str, AlertKind)> = Vec::new();
+        let ids: Vec<String> = (0..8).map(|i| format!("t{i}")).collect();
+        for id in &ids {
+            alerts.push((0, id.as_str(), AlertKind::NeedsInput));
+        }
+        let t0 = Instant::now();
+        let mut p = Planner::default();
+        for (i, (_, id, kind)) in alerts.iter().enumerate() {
+            let mut a = alert(id, *kind);
+            a.summary = if i < 6 {
+                "diagnose on demo: Needs your input".into()
+            } else {
+                format!("{id} on demo: Needs your input")
+            };
+            p.push(a, t0);
+        }
+        let Step::Show(n) = p.next(t0 + GATHER) else { panic!("nothing shown") };
+        assert_eq!(n.summary, "8 tasks need you");
+        assert_eq!(
+            n.body,
+            "8 waiting for your input\nt7 on demo: Needs your input\nt6 on demo: Needs your input\ndiagnose on demo: Needs your input (×6)"
+        );
     }
 
     #[test]
