@@ -10,11 +10,13 @@ use taskdeck_engine::{
     ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
+use taskdeck_protocol::question::Asks;
 use taskdeck_store::{Progress, Question};
 use tauri::State;
 use ts_rs::TS;
 
 use crate::bridge::AppState;
+use crate::links::OfferedUrl;
 
 /// What the UI shows about this running instance.
 #[derive(Debug, Clone, Serialize, TS)]
@@ -103,8 +105,9 @@ pub struct TaskSummary {
     pub status: TaskStatus,
     pub status_message: Option<String>,
     pub progress: Option<Progress>,
-    /// Whole, so a pending question can be answered from the list's record.
-    pub question: Option<Question>,
+    /// What the list shows of a pending question; the form reads the whole question from
+    /// `task_detail`, so a big schema is not sent again with every progress tick.
+    pub question: Option<QuestionSummary>,
     pub error: Option<TaskError>,
     /// Whether a result is stored (`task_detail` has it).
     pub has_result: bool,
@@ -125,12 +128,58 @@ impl From<&TaskRecord> for TaskSummary {
             status: t.status,
             status_message: t.status_message.clone(),
             progress: t.progress.clone(),
-            question: t.question.clone(),
+            question: t.question.as_ref().map(QuestionSummary::from),
             error: t.error.clone(),
             has_result: t.result.is_some(),
             created_at: t.created_at,
             updated_at: t.updated_at,
         }
+    }
+}
+
+/// The most of a question's message a summary carries: a line in the list, not the question.
+pub const SUMMARY_MESSAGE_CHARS: usize = 1000;
+
+/// A question as the task list needs it: which one (a new key is a new question), what it says,
+/// and what kind of answer it wants. Its schema and request stay in the detail.
+#[derive(Debug, Clone, PartialEq, Serialize, TS)]
+pub struct QuestionSummary {
+    /// Written as the question's key is (`Question::key`).
+    pub key: String,
+    /// The first [`SUMMARY_MESSAGE_CHARS`] characters of the message.
+    pub message: Option<String>,
+    pub kind: QuestionKind,
+}
+
+/// What a question asks for, without what it carries (see `Asks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionKind {
+    Form,
+    Url,
+    Sampling,
+    Roots,
+    Malformed,
+    Unsupported,
+    TooLarge,
+}
+
+impl From<&Question> for QuestionSummary {
+    fn from(q: &Question) -> Self {
+        let kind = match q.asks {
+            Asks::Form { .. } => QuestionKind::Form,
+            Asks::Url { .. } => QuestionKind::Url,
+            Asks::Sampling => QuestionKind::Sampling,
+            Asks::Roots => QuestionKind::Roots,
+            Asks::Malformed { .. } => QuestionKind::Malformed,
+            Asks::Unsupported { .. } => QuestionKind::Unsupported,
+            Asks::TooLarge { .. } => QuestionKind::TooLarge,
+        };
+        let message = q.message.as_deref().map(|m| match m.char_indices().nth(SUMMARY_MESSAGE_CHARS) {
+            Some((end, _)) => format!("{}…", &m[..end]),
+            None => m.to_owned(),
+        });
+        QuestionSummary { key: q.key.to_text(), message, kind }
     }
 }
 
@@ -307,6 +356,13 @@ pub fn task_detail(state: State<'_, AppState>, id: String) -> Result<TaskDetail>
     Ok(TaskDetail { task, events })
 }
 
+/// The task's events with an id above `after`: the detail pane holds the timeline up to its last
+/// event and asks only for what is newer when the task moves on.
+#[tauri::command]
+pub fn task_events(state: State<'_, AppState>, id: String, after: i64) -> Result<Vec<TaskEvent>> {
+    Ok(engine(&state)?.store().events_after(&id, after).map_err(EngineError::from)?)
+}
+
 #[tauri::command]
 pub async fn answer_task(state: State<'_, AppState>, id: String, answer: AnswerPayload) -> Result<TaskSummary> {
     let input = match answer.action {
@@ -326,14 +382,21 @@ pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskS
     Ok((&task).into())
 }
 
-/// Opens a link in the system browser. The webview asks the user first and calls this only after
-/// they agreed; only web links are opened.
+/// Opens a link in the system browser: only one the engine holds for the task, as `which` of its
+/// links, and exactly the address the page showed (see `links::checked`). The webview asks the user
+/// first and calls this only after they agreed.
 #[tauri::command]
-pub fn open_url(app: tauri::AppHandle, url: String) -> Result<()> {
-    let lower = url.to_ascii_lowercase();
-    if !(lower.starts_with("https://") || lower.starts_with("http://")) {
-        return Err(CommandError::new(ErrorCode::InvalidUrl, format!("only web links can be opened: {url}")));
-    }
+pub fn open_url(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    task_id: String,
+    which: OfferedUrl,
+    url: String,
+) -> Result<()> {
+    let task = engine(&state)?.get(&task_id)?;
+    let url = crate::links::checked(&task, which, &url).inspect_err(|e| {
+        tracing::warn!(task = %task.id, ?which, reason = %e.message, "open_url refused");
+    })?;
     crate::os::open_url(&app, &url)
 }
 
@@ -393,23 +456,50 @@ mod tests {
         }));
         let summary = serde_json::to_value(TaskSummary::from(&record)).unwrap();
         let whole = serde_json::to_value(&record).unwrap();
-        for same in [
-            "id",
-            "server",
-            "tool",
-            "status",
-            "status_message",
-            "progress",
-            "question",
-            "error",
-            "created_at",
-            "updated_at",
-        ] {
+        for same in
+            ["id", "server", "tool", "status", "status_message", "progress", "error", "created_at", "updated_at"]
+        {
             assert_eq!(summary[same], whole[same], "{same}");
         }
         assert_eq!(summary["has_result"], true);
         assert!(summary.get("arguments").is_none() && summary.get("result").is_none());
         assert!(summary.to_string().len() < whole.to_string().len() / 4);
+    }
+
+    #[test]
+    fn a_summary_carries_a_questions_key_message_and_kind_but_not_its_schema() {
+        // Large (about 145 KB), yet under the bound past which a question is kept without its body.
+        let properties: serde_json::Map<String, serde_json::Value> = (0..1000)
+            .map(|i| (format!("field_{i}"), serde_json::json!({"type": "string", "description": "d".repeat(100)})))
+            .collect();
+        let params = serde_json::json!({"message": "Which incident?", "requestedSchema": {"type": "object", "properties": properties}});
+        let record = crate::testing::record(serde_json::json!({
+            "status": "input_required",
+            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": params}},
+        }));
+        let question = record.question.as_ref().unwrap();
+        assert!(
+            matches!(question.form(), Some(taskdeck_protocol::form::FormModel::Ready { fields }) if fields.len() == 1000),
+            "the record has the whole form"
+        );
+        let summary = serde_json::to_value(TaskSummary::from(&record)).unwrap();
+        let key = serde_json::to_value(question).unwrap()["key"].clone();
+        assert_eq!(summary["question"], serde_json::json!({"key": key, "message": "Which incident?", "kind": "form"}));
+        assert!(summary.to_string().len() < 1000, "{} bytes", summary.to_string().len());
+    }
+
+    #[test]
+    fn a_summary_cuts_a_long_question_message() {
+        let message = "é".repeat(super::SUMMARY_MESSAGE_CHARS * 50);
+        let record = crate::testing::record(serde_json::json!({
+            "status": "input_required",
+            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": {"message": message, "mode": "url", "url": "https://example.com/x", "elicitationId": "e1"}}},
+        }));
+        let summary = TaskSummary::from(&record).question.unwrap();
+        assert_eq!(summary.kind, super::QuestionKind::Url);
+        let shown = summary.message.unwrap();
+        assert_eq!(shown.chars().count(), super::SUMMARY_MESSAGE_CHARS + 1);
+        assert!(shown.ends_with('…'));
     }
 
     #[test]

@@ -3,6 +3,8 @@
 pub mod bridge;
 mod cli;
 pub mod commands;
+pub mod links;
+pub mod navigation;
 pub mod notify;
 mod os;
 pub mod registry;
@@ -40,15 +42,18 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .plugin(window_state)
         .manage(state)
         .manage(notify::Watch::default())
+        .manage(notify::Notifier::default())
         .manage(window::Lifecycle::default())
         .on_window_event(window::on_window_event)
         .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
+            window::build_main(&handle)?;
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
             if let Err(e) = tray::build(&handle, false) {
                 tracing::warn!("no tray icon: {e}");
             }
+            notify::start(&handle);
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));

@@ -1,9 +1,19 @@
 //! Desktop notifications for the moments a task needs the user: it finished, it failed, or it asks a
 //! question. Also keeps the count of running tasks the tray shows and the window's quit logic asks.
+//!
+//! A task's news becomes an [`Alert`] here, goes to one worker thread over a bounded channel, and
+//! the worker's [`planner::Planner`] decides what reaches the screen (gathered, capped); the
+//! desktop backend keeps one connection to the notification server for the app's life.
+
+mod desktop;
+pub mod planner;
+pub mod text;
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
 
 use serde::Serialize;
 use taskdeck_engine::{Engine, ListFilter, TaskRecord};
@@ -11,6 +21,8 @@ use taskdeck_protocol::TaskStatus;
 use tauri::{AppHandle, Emitter, Manager};
 
 use crate::bridge::AppState;
+pub use planner::{Alert, AlertKind};
+use planner::{Planner, Step};
 
 /// Emitted when a notification is clicked: the webview selects the task.
 pub const FOCUS_TASK_EVENT: &str = "focus-task";
@@ -134,8 +146,65 @@ pub fn on_task(app: &AppHandle, task: &TaskRecord) {
             return;
         }
     }
-    if let Some(alert) = Alert::for_task(task) {
-        deliver(app.clone(), alert);
+    if let Some(alert) = alert_for(task) {
+        app.state::<Notifier>().send(alert);
+    }
+}
+
+/// Alerts on their way to the worker; a flood beyond this is dropped with a warning, the worker
+/// being far faster than any server (it only files them).
+const QUEUE: usize = 1024;
+
+/// The way to the one notification worker, started with the app.
+#[derive(Default)]
+pub struct Notifier {
+    queue: OnceLock<SyncSender<Alert>>,
+}
+
+impl Notifier {
+    fn send(&self, alert: Alert) {
+        let Some(queue) = self.queue.get() else { return };
+        match queue.try_send(alert) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => tracing::warn!("notifications are arriving faster than they can be filed"),
+            Err(TrySendError::Disconnected(_)) => tracing::warn!("the notification worker has stopped"),
+        }
+    }
+}
+
+/// Starts the worker: call once, in setup, before tasks are forwarded.
+pub fn start(app: &AppHandle) {
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+    let handle = app.clone();
+    let spawned = std::thread::Builder::new().name("notifications".into()).spawn(move || worker(handle, rx));
+    match spawned {
+        Ok(_) => {
+            let _ = app.state::<Notifier>().queue.set(tx);
+        }
+        Err(e) => tracing::warn!("no notification worker, so no notifications: {e}"),
+    }
+}
+
+fn worker(app: AppHandle, alerts: Receiver<Alert>) {
+    let mut planner = Planner::default();
+    let mut screen = desktop::Desktop::new(app.clone());
+    loop {
+        let arrived = match planner.next(Instant::now()) {
+            Step::Show(notice) => {
+                // Paused while it waited: the pause wins.
+                if !lock(&app.state::<AppState>().ui).notifications_muted {
+                    screen.show(&notice);
+                }
+                continue;
+            }
+            Step::WaitUntil(at) => alerts.recv_timeout(at.saturating_duration_since(Instant::now())),
+            Step::Idle => alerts.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match arrived {
+            Ok(alert) => planner.push(alert, Instant::now()),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
     }
 }
 
@@ -146,111 +215,39 @@ pub fn set_muted(app: &AppHandle, muted: bool) {
     let _ = app.emit(MUTED_EVENT, NotificationsMuted { muted });
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Alert {
-    pub task_id: String,
-    pub summary: String,
-    pub body: String,
-}
-
-impl Alert {
-    pub fn for_task(task: &TaskRecord) -> Option<Alert> {
-        let (what, body) = match task.status {
-            TaskStatus::Completed => ("Done", task.status_message.clone().unwrap_or_else(|| "Finished".into())),
-            TaskStatus::Failed => (
-                "Failed",
-                task.status_message
-                    .clone()
-                    .or_else(|| task.error.as_ref().map(|e| e.message.clone()))
-                    .unwrap_or_else(|| "Failed".into()),
-            ),
-            TaskStatus::InputRequired => {
-                let question = task.question.as_ref()?;
-                let message = question.message.clone();
-                ("Needs your input", message.unwrap_or_else(|| "The task has a question for you".into()))
-            }
-            TaskStatus::Working | TaskStatus::Cancelled => return None,
-        };
-        Some(Alert { task_id: task.id.clone(), summary: format!("{} on {}: {what}", task.tool, task.server), body })
-    }
-}
-
-/// Shows the notification and waits for a click on a thread of its own: both calls block (on
-/// D-Bus, or on the system's notification centre), and waiting for the click lasts as long as the
-/// notification stays on screen.
-fn deliver(app: AppHandle, alert: Alert) {
-    let spawned = std::thread::Builder::new().name("notification".into()).spawn(move || {
-        let mut n = notify_rust::Notification::new();
-        n.appname("Taskdeck").summary(&alert.summary).body(&platform::body(&alert.body)).icon("taskdeck");
-        let clickable = platform::clickable();
-        if clickable {
-            n.action("default", "Show");
+/// What a task's state says to the user, cut to size and plain (see [`text`]); `None` when it says
+/// nothing worth a notification.
+pub fn alert_for(task: &TaskRecord) -> Option<Alert> {
+    let (kind, what, body) = match task.status {
+        TaskStatus::Completed => {
+            (AlertKind::Done, "Done", task.status_message.clone().unwrap_or_else(|| "Finished".into()))
         }
-        let handle = match n.show() {
-            Ok(h) => h,
-            Err(e) => return tracing::warn!("could not show a notification: {e}"),
-        };
-        if clickable {
-            handle.wait_for_action(|action| {
-                if platform::is_show(action) {
-                    crate::focus_main(&app);
-                    let _ = app.emit(FOCUS_TASK_EVENT, FocusTask { id: alert.task_id.clone() });
-                }
-            });
+        TaskStatus::Failed => (
+            AlertKind::Failed,
+            "Failed",
+            task.status_message
+                .clone()
+                .or_else(|| task.error.as_ref().map(|e| e.message.clone()))
+                .unwrap_or_else(|| "Failed".into()),
+        ),
+        TaskStatus::InputRequired => {
+            let message = task.question.as_ref()?.message.clone();
+            (
+                AlertKind::NeedsInput,
+                "Needs your input",
+                message.unwrap_or_else(|| "The task has a question for you".into()),
+            )
         }
-    });
-    if let Err(e) = spawned {
-        tracing::warn!("could not start a notification thread: {e}");
-    }
-}
-
-/// Linux and the BSDs: a freedesktop notification server, which says what it can do.
-#[cfg(all(unix, not(target_os = "macos")))]
-mod platform {
-    use std::sync::OnceLock;
-
-    /// Asked once: the notification server rarely changes while the app runs, and asking costs a
-    /// round trip.
-    fn has(capability: &str) -> bool {
-        static CAPS: OnceLock<Vec<String>> = OnceLock::new();
-        CAPS.get_or_init(|| notify_rust::get_capabilities().unwrap_or_default()).iter().any(|c| c == capability)
-    }
-
-    /// Servers with body-markup read the body as markup; task text is plain and may contain `<`.
-    pub fn body(text: &str) -> String {
-        if has("body-markup") { escape_markup(text) } else { text.to_owned() }
-    }
-
-    pub fn clickable() -> bool {
-        has("actions")
-    }
-
-    /// A click on the notification itself is the `default` action.
-    pub fn is_show(action: &str) -> bool {
-        action == "default"
-    }
-
-    pub fn escape_markup(text: &str) -> String {
-        text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-    }
-}
-
-/// Windows toasts and macOS notifications: plain text, buttons always there, no server to ask.
-#[cfg(not(all(unix, not(target_os = "macos"))))]
-mod platform {
-    pub fn body(text: &str) -> String {
-        text.to_owned()
-    }
-
-    pub fn clickable() -> bool {
-        true
-    }
-
-    /// Windows reports the button by its identifier, macOS by its label or `default` for a click
-    /// on the body; either way anything but a dismissal means "show me".
-    pub fn is_show(action: &str) -> bool {
-        action != "__closed"
-    }
+        TaskStatus::Working | TaskStatus::Cancelled => return None,
+    };
+    let name = |s: &str| text::plain(s, text::NAME_CHARS, false);
+    let summary = format!("{} on {}: {what}", name(&task.tool), name(&task.server));
+    Some(Alert {
+        task_id: task.id.clone(),
+        kind,
+        summary: text::plain(&summary, text::SUMMARY_CHARS, false),
+        body: text::plain(&body, text::BODY_CHARS, true),
+    })
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -304,22 +301,31 @@ mod tests {
 
     #[test]
     fn alert_text() {
-        let done = Alert::for_task(&task("a", "completed", None)).unwrap();
+        let done = alert_for(&task("a", "completed", None)).unwrap();
         assert_eq!((done.summary.as_str(), done.body.as_str()), ("generate_report on demo: Done", "Done"));
-        let ask = Alert::for_task(&task("a", "input_required", Some("k"))).unwrap();
+        assert_eq!((done.kind, done.task_id.as_str()), (AlertKind::Done, "a"));
+        let ask = alert_for(&task("a", "input_required", Some("k"))).unwrap();
         assert_eq!(ask.summary, "generate_report on demo: Needs your input");
         assert_eq!(ask.body, "Which one (k)?");
         let mut failed = task("a", "failed", None);
         failed.status_message = None;
         failed.error = serde_json::from_value(json!({"code": null, "message": "boom", "reason": null})).unwrap();
-        let failed = Alert::for_task(&failed).unwrap();
+        let failed = alert_for(&failed).unwrap();
         assert_eq!((failed.summary.as_str(), failed.body.as_str()), ("generate_report on demo: Failed", "boom"));
-        assert_eq!(Alert::for_task(&task("a", "working", None)), None);
+        assert_eq!(alert_for(&task("a", "working", None)), None);
     }
 
     #[test]
-    #[cfg(all(unix, not(target_os = "macos")))]
-    fn markup_is_escaped() {
-        assert_eq!(platform::escape_markup("a <b> & c"), "a &lt;b&gt; &amp; c");
+    fn a_servers_text_reaches_the_notification_cut_and_plain() {
+        let mut t = task("a", "completed", None);
+        t.tool = format!("\u{1b}[2J{}", "t".repeat(500));
+        t.server = "evil\u{202E}revres".into();
+        t.status_message = Some(format!("<b>{}</b>", "m".repeat(15 << 20)));
+        let alert = alert_for(&t).unwrap();
+        assert!(alert.summary.chars().count() <= text::SUMMARY_CHARS, "{}", alert.summary);
+        assert!(alert.summary.ends_with("… on evilrevres: Done"), "{}", alert.summary);
+        assert!(!alert.summary.contains('\u{1b}'));
+        assert_eq!(alert.body.chars().count(), text::BODY_CHARS);
+        assert!(alert.body.starts_with("<b>mmm"), "escaping is the backend's, for a server that reads markup");
     }
 }

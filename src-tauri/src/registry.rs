@@ -6,10 +6,11 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use taskdeck_engine::{LogLine, ServerStatus, ToolInfo};
+use taskdeck_engine::{LogLine, ServerStatus, TaskEvent, ToolInfo};
 use ts_rs::{Config, Dependency, TS, TypeVisitor};
 
 use crate::commands::{self, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use crate::links::OfferedUrl;
 
 macro_rules! commands {
     ($( $name:ident [$($ctx:ident),*] ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {

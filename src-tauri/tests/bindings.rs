@@ -5,7 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
-use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use taskdeck_app::commands::{
+    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
+};
+use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
     EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
 };
@@ -37,6 +40,9 @@ fn rendered() -> Vec<(String, String)> {
         render::<EngineEvent>(&cfg),
         render::<TaskRecord>(&cfg),
         render::<TaskSummary>(&cfg),
+        render::<QuestionSummary>(&cfg),
+        render::<QuestionKind>(&cfg),
+        render::<OfferedUrl>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

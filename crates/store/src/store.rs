@@ -209,12 +209,19 @@ impl Store {
 
     /// The task's history, oldest first.
     pub fn events(&self, id: &str) -> Result<Vec<TaskEvent>> {
+        self.events_after(id, 0)
+    }
+
+    /// The task's events with an id above `after`, oldest first: what a view that already holds
+    /// the history up to `after` lacks. Event ids only grow, so nothing older can appear later.
+    pub fn events_after(&self, id: &str, after: i64) -> Result<Vec<TaskEvent>> {
         let conn = self.conn();
         exists(&conn, id)?;
         let mut st = conn.prepare(
-            "SELECT id, task_id, at, kind, from_status, to_status, data FROM task_events WHERE task_id = ?1 ORDER BY id",
+            "SELECT id, task_id, at, kind, from_status, to_status, data FROM task_events
+             WHERE task_id = ?1 AND id > ?2 ORDER BY id",
         )?;
-        let rows = st.query_map([id], |r| {
+        let rows = st.query_map(params![id, after], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,

@@ -141,3 +141,27 @@ fn repeating_the_same_remote_task_is_logged_once() {
     let kinds: Vec<_> = f.store.events(&task.id).unwrap().into_iter().map(|e| e.kind).collect();
     assert_eq!(kinds, [EventKind::Created, EventKind::Remote, EventKind::Remote]);
 }
+
+#[test]
+fn a_view_holding_the_history_reads_only_the_newer_events_of_its_own_task() {
+    let f = fixture();
+    let s = &f.store;
+    let a = s.create_task(new_task("a")).unwrap();
+    let b = s.create_task(new_task("b")).unwrap();
+    let held = s.events(&a.id).unwrap();
+    let last = held.last().unwrap().id;
+    assert!(s.events_after(&a.id, last).unwrap().is_empty(), "nothing new yet");
+
+    s.apply(&b.id, Update::Question { question: Box::new(question("kb")), message: None }).unwrap();
+    s.apply(&a.id, Update::Question { question: Box::new(question("ka")), message: None }).unwrap();
+    let newer = s.events_after(&a.id, last).unwrap();
+    assert_eq!(
+        newer.iter().map(|e| (e.task_id.as_str(), e.kind)).collect::<Vec<_>>(),
+        [(a.id.as_str(), EventKind::Question)]
+    );
+
+    let whole = s.events(&a.id).unwrap();
+    assert_eq!([held, newer].concat(), whole, "the held history and the newer events are the whole log");
+    assert_eq!(s.events_after(&a.id, 0).unwrap(), whole);
+    assert!(s.events_after("no-such-task", 0).is_err(), "an unknown task is an error, not an empty log");
+}

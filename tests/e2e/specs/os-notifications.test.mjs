@@ -130,3 +130,36 @@ test('a question notifies "Needs your input" with the question as the body', asy
     await invoke(driver, 'cancel_task', { id: started.id });
   });
 });
+
+test('a burst of questions from many tasks yields a bounded number of notifications that count them all', async () => {
+  await withApp(async (driver) => {
+    const runs = 8;
+    // Started together, from the page, so the questions arrive as one burst.
+    const started = await driver.executeAsyncScript(
+      `const done = arguments[arguments.length - 1];
+       const runs = arguments[0];
+       const one = () => window.__TAURI_INTERNALS__.invoke('run_tool', { server: 'demo', tool: 'diagnose_incident', arguments: {} });
+       Promise.all(Array.from({ length: runs }, one)).then((tasks) => done(tasks.map((t) => t.id)), (e) => done(String(e)));`,
+      runs,
+    );
+    assert.ok(Array.isArray(started), `runs failed: ${started}`);
+    for (const id of started) await waitForTask(driver, id, 'asking', (t) => t.status === 'input_required' && t.question);
+
+    const single = 'diagnose_incident on demo: Needs your input';
+    const counted = (notes) =>
+      notes.reduce((sum, n) => {
+        if (n.summary === single) return sum + 1;
+        const group = /^(\d+) tasks need you$/.exec(n.summary);
+        return sum + (group ? Number(group[1]) : 0);
+      }, 0);
+    const notes = () => recordedNotifications(mark).filter((n) => n.summary);
+    // The planner holds what is beyond its cap (3 in 10 s) back, then shows it as one.
+    const all = await eventually(() => counted(notes()) >= runs, 15000, 200);
+    assert.ok(all, `not every task was told of; recorded: ${JSON.stringify(notes())}`);
+    assert.equal(counted(notes()), runs, `a task was told of twice: ${JSON.stringify(notes())}`);
+    assert.ok(notes().length <= 3, `${notes().length} notifications for one burst: ${JSON.stringify(notes())}`);
+    assert.ok(notes().length < runs, 'the burst was gathered');
+    for (const n of notes()) assert.ok(n.body.length <= 300 * 2, 'a body is a few lines, not the questions');
+    for (const id of started) await invoke(driver, 'cancel_task', { id });
+  });
+});

@@ -78,6 +78,21 @@ describe('the question form from the engine’s form model', () => {
     expect(liveErrors(fs, { ...values, email: 'half@way.example' }, false)).toEqual({});
   });
 
+  it('a server’s pattern is not checked in the page: the engine refuses a mismatch on submit', () => {
+    const withPattern: FormModel = {
+      status: 'ready',
+      fields: [
+        { name: 'z', title: null, description: null, required: true, default: null, kind: { type: 'text', format: null, min_length: null, max_length: null, pattern: '^(a|a)+$' } },
+      ],
+    };
+    const built = questionFields(withPattern);
+    if (!built.ok) throw new Error(built.reason);
+    expect(JSON.stringify(built.fields)).not.toContain('(a|a)');
+    const started = performance.now();
+    expect(collect(built.fields, { z: `${'a'.repeat(40)}b` })).toEqual({ value: { z: `${'a'.repeat(40)}b` }, errors: {} });
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
   it('a schema the model could not read gives its reason instead of a form', () => {
     expect(questionFields({ status: 'unsupported', reason: 'a: type object' })).toEqual({ ok: false, reason: 'a: type object' });
   });

@@ -25,7 +25,7 @@ function field(f: FormField): Field {
   const k = f.kind;
   switch (k.type) {
     case 'text':
-      return { ...base, kind: 'text', format: k.format, minLength: opt(k.min_length), maxLength: opt(k.max_length), pattern: opt(k.pattern) };
+      return { ...base, kind: 'text', format: k.format, minLength: opt(k.min_length), maxLength: opt(k.max_length) };
     case 'number':
       return {
         ...base,

@@ -28,7 +28,9 @@ export type TextField = Base & {
   format: StringFormat | null;
   minLength?: number;
   maxLength?: number;
-  pattern?: string;
+  // No `pattern`: a server's regular expression is never compiled in the page, where a crafted one
+  // could stall it (backtracking). The engine checks it, in linear time, on submit, and its refusal
+  // names the field.
 };
 export type NumberField = Base & {
   kind: 'number' | 'integer';
@@ -143,7 +145,7 @@ function field(schema: Schema, name: string, path: string, required: boolean, de
     case 'string': {
       const f = str(schema.format);
       const format = f === 'email' || f === 'uri' || f === 'date' || f === 'date-time' ? f : null;
-      return { ...base, kind: 'text', format, minLength: num(schema.minLength), maxLength: num(schema.maxLength), pattern: str(schema.pattern) ?? undefined };
+      return { ...base, kind: 'text', format, minLength: num(schema.minLength), maxLength: num(schema.maxLength) };
     }
     case 'number':
     case 'integer':
@@ -305,15 +307,6 @@ function collectField(f: Field, raw: FormValue | undefined, errors: Record<strin
         const bad = formatError(f.format, s);
         if (bad) return fail(bad), s;
         if (f.format === 'date-time') return new Date(s).toISOString();
-      }
-      if (f.pattern !== undefined) {
-        let re: RegExp | null;
-        try {
-          re = new RegExp(f.pattern, 'u');
-        } catch {
-          re = null; // a pattern this engine cannot read is left to the server to check
-        }
-        if (re && !re.test(s)) return fail(`Does not match the expected pattern ${f.pattern}`), s;
       }
       return s;
     }

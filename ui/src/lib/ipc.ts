@@ -2,7 +2,7 @@ import { invoke, isTauri } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { inertText } from './text';
 import type { Commands } from './bindings/Commands';
-import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue } from './types';
+import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue, OfferedUrl } from './types';
 
 export type { AppInfo };
 
@@ -64,12 +64,15 @@ export const listTools = (server: string) => call('list_tools', { server });
 export const runTool = (server: string, tool: string, args: JsonValue) => call('run_tool', { server, tool, arguments: args });
 export const listTasks = () => call('list_tasks');
 export const taskDetail = (id: string) => call('task_detail', { id });
+/** The task's events newer than event `after` (0 for all of them). */
+export const taskEvents = (id: string, after: number) => call('task_events', { id, after });
 export const answerTask = (id: string, answer: ElicitAnswer) => call('answer_task', { id, answer });
 export const cancelTask = (id: string) => call('cancel_task', { id });
 export const rerunTask = (id: string) => call('rerun_task', { id });
 /** Asks where to save the task's result and writes it there; `null` when the user cancelled. */
 export const exportResult = (id: string) => call('export_result', { id });
-export const openUrl = (url: string) => call('open_url', { url });
+/** Opens `url` in the browser: only the link the task offers as `which`, exactly (see `links.rs`). */
+export const openUrl = (taskId: string, which: OfferedUrl, url: string) => call('open_url', { taskId, which, url });
 export const setNotificationsMuted = (muted: boolean) => call('set_notifications_muted', { muted });
 export const setViewingTask = (id: string | null) => call('set_viewing_task', { id });
 /** Says the first render with the tasks loaded is on screen (see `afterPaint`). */

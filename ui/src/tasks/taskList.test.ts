@@ -110,7 +110,7 @@ describe('servers and logs', () => {
 describe('filtering and searching tasks', () => {
   const list = [
     task({ id: 'aaa-1', tool: 'generate_report', status: 'working', status_message: 'Drafting the summary' }),
-    task({ id: 'bbb-2', tool: 'diagnose_incident', status: 'input_required', question: { key: 'q', task_id: null, message: null, asks: { kind: 'roots' }, request: { method: 'roots/list', params: null } } }),
+    task({ id: 'bbb-2', tool: 'diagnose_incident', status: 'input_required', question: { key: 'q', message: null, kind: 'roots' } }),
     task({ id: 'ccc-3', tool: 'count', server: 'other', status: 'completed' }),
     task({ id: 'ddd-4', tool: 'flaky_export', status: 'failed', progress: { progress: 60, total: 100, message: 'Exporting rows' } }),
   ];

@@ -3,8 +3,10 @@ import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
 import type { TaskDetail } from "./TaskDetail";
+import type { TaskEvent } from "./TaskEvent";
 import type { TaskSummary } from "./TaskSummary";
 import type { ToolInfo } from "./ToolInfo";
 
@@ -23,9 +25,10 @@ export type Commands = {
   export_result: { args: { id: string }; response: string | null };
   list_tasks: { args: Record<string, never>; response: Array<TaskSummary> };
   task_detail: { args: { id: string }; response: TaskDetail };
+  task_events: { args: { id: string; after: number }; response: Array<TaskEvent> };
   answer_task: { args: { id: string; answer: AnswerPayload }; response: TaskSummary };
   cancel_task: { args: { id: string }; response: TaskSummary };
-  open_url: { args: { url: string }; response: null };
+  open_url: { args: { taskId: string; which: OfferedUrl; url: string }; response: null };
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
