@@ -22,6 +22,19 @@ pub enum StoreError {
     )]
     TooNew { path: PathBuf, found: i64, supported: i64 },
 
+    /// The file is a Taskdeck store whose pages fail SQLite's integrity check (or SQLite found a
+    /// damaged page while working).
+    #[error("{}", damaged_message(path.as_deref(), reason))]
+    Damaged { path: Option<PathBuf>, reason: String },
+
+    /// SQLITE_FULL: the disk (or the user's quota) has no room for the next write, which was not
+    /// made.
+    #[error(
+        "the disk holding the task store is full ({0}): free some space and run again; what was recorded \
+         before stays recorded"
+    )]
+    DiskFull(rusqlite::Error),
+
     #[error("{path}: cannot read or create the file: {source}")]
     Io {
         path: PathBuf,
@@ -52,7 +65,18 @@ pub enum StoreError {
     Corrupt { id: String, column: &'static str, reason: String },
 
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+}
+
+/// The SQLite failures a user can act on get a variant of their own, wherever they happen.
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull(e),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => StoreError::Damaged { path: None, reason: e.to_string() },
+            _ => StoreError::Sqlite(e),
+        }
+    }
 }
 
 impl StoreError {
@@ -62,6 +86,8 @@ impl StoreError {
             StoreError::NotSqlite { .. } => "not_sqlite",
             StoreError::Foreign { .. } => "foreign_database",
             StoreError::TooNew { .. } => "database_too_new",
+            StoreError::Damaged { .. } => "damaged",
+            StoreError::DiskFull(_) => "disk_full",
             StoreError::Io { .. } => "io",
             StoreError::Migration { .. } => "migration",
             StoreError::NotFound { .. } => "not_found",
@@ -100,6 +126,15 @@ impl Serialize for StoreError {
             _ => {}
         }
         st.end()
+    }
+}
+
+fn damaged_message(path: Option<&std::path::Path>, reason: &str) -> String {
+    let what = "move the file aside (or restore a backup) and run again";
+    match path {
+        // Found when opening: nothing was written and nothing sent.
+        Some(p) => format!("{}: the task store is damaged ({reason}); left untouched, so {what}", p.display()),
+        None => format!("the task store is damaged ({reason}); Taskdeck cannot go on with it: {what}"),
     }
 }
 
