@@ -586,3 +586,48 @@ fn a_closed_output_pipe_ends_the_command_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_ne!(out.status.code(), Some(101), "{stderr}");
 }
+
+/// Writes garbage over the root page of the tasks table of a closed store, leaving the header and
+/// the schema readable: the damage SQLite meets only when it reads the tasks.
+fn damage_tasks_page(store: &Path) {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    // A rollback journal, so the closed file alone is the whole database and can be compared.
+    conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())).unwrap();
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let root: i64 = conn
+        .query_row("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let mut data = std::fs::read(store).unwrap();
+    let (start, len) = (((root - 1) * page_size) as usize, page_size as usize);
+    for (i, b) in data[start..start + len].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37) ^ 0xC3;
+    }
+    std::fs::write(store, &data).unwrap();
+}
+
+#[test]
+fn a_damaged_store_is_refused_before_the_task_is_recorded_or_sent() {
+    let env = Env::demo();
+    let args = r#"{"n":1,"delay_ms":0}"#;
+    assert_eq!(env.run(&["run", "demo", "count", "--args", args]).code, 0);
+    let store = env.data_dir().join("taskdeck.sqlite3");
+    damage_tasks_page(&store);
+    let before = std::fs::read(&store).unwrap();
+
+    // A server of its own state, so anything it ran would show there.
+    let state = env.dir.path().join("demo-state-after");
+    let config = write_servers_config(&env.dir.path().join("after.json"), [("demo", demo_server_entry(&state))]);
+    let env = Env { config: Some(config), ..env };
+    let out = env.run(&["run", "demo", "count", "--args", args]);
+    // The CLI's contract: a store that cannot be used is a runtime failure (1), not a usage error.
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("damaged") && out.stderr.contains("taskdeck.sqlite3"), "{out:?}");
+    assert!(!state.exists(), "the server was started: {:?}", std::fs::read_dir(&state).map(|d| d.count()));
+    assert_eq!(std::fs::read(&store).unwrap(), before, "the damaged store was written to");
+
+    let out = env.run(&["tasks"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("damaged"), "{out:?}");
+    assert_eq!(std::fs::read(&store).unwrap(), before, "reading wrote to the damaged store");
+}
