@@ -631,3 +631,42 @@ fn a_damaged_store_is_refused_before_the_task_is_recorded_or_sent() {
     assert!(out.stderr.contains("damaged"), "{out:?}");
     assert_eq!(std::fs::read(&store).unwrap(), before, "reading wrote to the damaged store");
 }
+
+/// Every file and folder under the data directory after a run, with its mode.
+#[cfg(unix)]
+fn modes_under(dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = vec![(dir.to_owned(), std::fs::metadata(dir).unwrap().permissions().mode() & 0o777)];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            found.extend(modes_under(&entry.path()));
+        } else {
+            found.push((entry.path(), meta.permissions().mode() & 0o777));
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[test]
+fn every_file_taskdeck_writes_is_readable_by_its_user_only() {
+    let env = Env::demo();
+    let mut child = env.spawn(&["run", "demo", "count", "--args", r#"{"n":3,"delay_ms":300}"#]);
+    // While the run is going, so the lock, the WAL and the server's log are all there.
+    env.wait_task(has_remote);
+    let during = modes_under(&env.data_dir());
+    let _ = child.wait();
+    let after = modes_under(&env.data_dir());
+    let names: Vec<String> =
+        during.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    for expected in ["taskdeck.sqlite3", "taskdeck.sqlite3-wal", "engine.lock", "logs", "servers", "demo.log"] {
+        assert!(names.iter().any(|n| n == expected), "no {expected} in {during:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("taskdeck-cli.")), "no CLI log in {during:?}");
+    for (path, mode) in during.iter().chain(&after) {
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(*mode, want, "{} is {mode:o}", path.display());
+    }
+}
