@@ -22,6 +22,6 @@ pub mod transport;
 
 pub use error::ClientError;
 pub use model::{Discard, Question, QuestionKey, ServerInfo, SessionEvent, Started, TaskSnapshot};
-pub use process::{MAX_STDERR_LINE, ServerSpec};
+pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
 pub use tasks::StartOptions;
