@@ -670,3 +670,43 @@ fn every_file_taskdeck_writes_is_readable_by_its_user_only() {
         assert_eq!(*mode, want, "{} is {mode:o}", path.display());
     }
 }
+
+#[cfg(target_os = "linux")]
+fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The server is a shell that outlives its stdin (it sleeps once the demo server in it ends), so
+/// only the kernel's parent-death signal can end it when the CLI is killed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_dies_with_a_cli_killed_by_kill_9() {
+    let env = Env::demo();
+    let state = env.dir.path().join("demo-state");
+    let marker = format!("pdeathsig-{}", env.dir.path().display());
+    let script = format!(
+        "'{}' --state '{}' --poll-interval-ms 100; sleep 600 # {marker}",
+        taskdeck_test_support::demo_server().display(),
+        state.display()
+    );
+    let config = write_servers_config(
+        &env.dir.path().join("shell.json"),
+        [("demo", json!({"command": "sh", "args": ["-c", script]}))],
+    );
+    let env = Env { config: Some(config), ..env };
+    let child = env.spawn(&["run", "demo", "count", "--args", r#"{"n":100,"delay_ms":200}"#]);
+    env.wait_task(has_remote);
+    let out = Command::new("pgrep").arg("-f").arg("--").arg(&marker).output().unwrap();
+    let leader: u32 = String::from_utf8_lossy(&out.stdout).lines().next().and_then(|l| l.trim().parse().ok()).unwrap();
+    assert!(pid_alive(leader));
+    signal(child.id(), "KILL");
+    let _ = finish(child);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pid_alive(leader) {
+        assert!(Instant::now() < deadline, "the server {leader} outlived the CLI");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

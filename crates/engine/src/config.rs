@@ -374,6 +374,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(not(any(windows, target_os = "macos")))]
     fn logs_go_to_the_state_dir_unless_the_data_dir_was_chosen() {
         let env = env_of(&[("HOME", "/home/ada"), ("XDG_STATE_HOME", "/x/state")]);
         let default = Paths::resolve_with(None, None, &env).unwrap();

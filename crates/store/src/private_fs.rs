@@ -7,7 +7,7 @@
 //! `%APPDATA%`) already grant access to the user, SYSTEM and Administrators only, and files made
 //! there inherit that ACL.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -89,7 +89,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         return Err(e);
     }
     #[cfg(unix)]
-    if let Ok(d) = File::open(&dir) {
+    if let Ok(d) = std::fs::File::open(&dir) {
         // The rename is durable once the folder is; a failure here loses nothing already there.
         let _ = d.sync_all();
     }
