@@ -139,3 +139,24 @@ fn damaged_message(path: Option<&std::path::Path>, reason: &str) -> String {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_full_disk_and_a_damaged_page_get_variants_of_their_own() {
+        let full = StoreError::from(sqlite(rusqlite::ffi::SQLITE_FULL));
+        assert!(matches!(full, StoreError::DiskFull(_)), "{full:?}");
+        assert_eq!(full.code(), "disk_full");
+        assert!(full.to_string().contains("disk holding the task store is full"), "{full}");
+        let damaged = StoreError::from(sqlite(rusqlite::ffi::SQLITE_CORRUPT));
+        assert!(matches!(damaged, StoreError::Damaged { path: None, .. }), "{damaged:?}");
+        assert!(damaged.to_string().starts_with("the task store is damaged"), "{damaged}");
+        assert!(matches!(StoreError::from(sqlite(rusqlite::ffi::SQLITE_BUSY)), StoreError::Sqlite(_)));
+    }
+}
