@@ -40,6 +40,8 @@ impl DataDirLock {
             .truncate(false)
             .open(dir.join(LOCK_FILE))
             .map_err(io)?;
+        // One left by a Taskdeck from before files were private.
+        private_fs::restrict(&dir.join(LOCK_FILE)).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {

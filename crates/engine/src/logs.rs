@@ -158,6 +158,8 @@ impl ServerLogFile {
             private_fs::create_dir_all(dir)?;
         }
         let file = private_fs::open_options().create(true).append(true).open(&self.path)?;
+        // One written before files were private (the rotated one keeps this file's mode).
+        private_fs::restrict(&self.path)?;
         let size = file.metadata()?.len();
         Ok((file, size))
     }
