@@ -127,7 +127,10 @@ impl AppState {
     pub fn start(paths: Paths) -> AppState {
         let (config, config_error) = match Config::load(&paths) {
             Ok(c) => (c, None),
-            Err(e) => (Config { servers: Vec::new(), source: Some(paths.config.clone()) }, Some(e.to_string())),
+            Err(e) => (
+                Config { servers: Vec::new(), disabled: Vec::new(), source: Some(paths.config.clone()) },
+                Some(e.to_string()),
+            ),
         };
         let opened = tauri::async_runtime::block_on(async {
             let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;

@@ -252,11 +252,9 @@ pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<
                 (s.name, Value::Object(entry))
             })
             .collect();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
         let text = serde_json::to_string_pretty(&serde_json::json!({ "mcpServers": servers })).unwrap_or_default();
-        std::fs::write(path, text + "\n").map_err(io)?;
+        // Private (a config's `env` often holds tokens) and atomic (the engine may read it meanwhile).
+        taskdeck_store::private_fs::write_atomic(path, (text + "\n").as_bytes()).map_err(io)?;
     }
     crate::os::open_path(&app, path)
 }
@@ -316,7 +314,8 @@ pub async fn export_result(app: tauri::AppHandle, state: State<'_, AppState>, id
     let Some(picked) = rx.await.ok().flatten() else { return Ok(None) };
     let path = picked.into_path().map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
     let text = serde_json::to_string_pretty(&result).unwrap_or_else(|_| result.to_string());
-    std::fs::write(&path, text + "\n")
+    // A result can hold anything the tool saw: private, and whole or not at all.
+    taskdeck_store::private_fs::write_atomic(&path, (text + "\n").as_bytes())
         .map_err(|e| CommandError::new(ErrorCode::Io, format!("could not write {}: {e}", path.display())))?;
     Ok(Some(path.display().to_string()))
 }

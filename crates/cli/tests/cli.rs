@@ -771,3 +771,127 @@ fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
     assert!(out.stdout.contains(r"Answer me \u{1b}[2J\u{1b}[H\u{1b}]0;owned\u{7}"), "{out:?}");
     assert!(out.stdout.contains(r"Described \u{1b}[2J"), "the fields' descriptions too: {out:?}");
 }
+
+/// Writes garbage over the root page of the tasks table of a closed store, leaving the header and
+/// the schema readable: the damage SQLite meets only when it reads the tasks.
+fn damage_tasks_page(store: &Path) {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    // A rollback journal, so the closed file alone is the whole database and can be compared.
+    conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())).unwrap();
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let root: i64 = conn
+        .query_row("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))
+        .unwrap();
+    drop(conn);
+    let mut data = std::fs::read(store).unwrap();
+    let (start, len) = (((root - 1) * page_size) as usize, page_size as usize);
+    for (i, b) in data[start..start + len].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37) ^ 0xC3;
+    }
+    std::fs::write(store, &data).unwrap();
+}
+
+#[test]
+fn a_damaged_store_is_refused_before_the_task_is_recorded_or_sent() {
+    let env = Env::demo();
+    let args = r#"{"n":1,"delay_ms":0}"#;
+    assert_eq!(env.run(&["run", "demo", "count", "--args", args]).code, 0);
+    let store = env.data_dir().join("taskdeck.sqlite3");
+    damage_tasks_page(&store);
+    let before = std::fs::read(&store).unwrap();
+
+    // A server of its own state, so anything it ran would show there.
+    let state = env.dir.path().join("demo-state-after");
+    let config = write_servers_config(&env.dir.path().join("after.json"), [("demo", demo_server_entry(&state))]);
+    let env = Env { config: Some(config), ..env };
+    let out = env.run(&["run", "demo", "count", "--args", args]);
+    // The CLI's contract: a store that cannot be used is a runtime failure (1), not a usage error.
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("damaged") && out.stderr.contains("taskdeck.sqlite3"), "{out:?}");
+    assert!(!state.exists(), "the server was started: {:?}", std::fs::read_dir(&state).map(|d| d.count()));
+    assert_eq!(std::fs::read(&store).unwrap(), before, "the damaged store was written to");
+
+    let out = env.run(&["tasks"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("damaged"), "{out:?}");
+    assert_eq!(std::fs::read(&store).unwrap(), before, "reading wrote to the damaged store");
+}
+
+/// Every file and folder under the data directory after a run, with its mode.
+#[cfg(unix)]
+fn modes_under(dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = vec![(dir.to_owned(), std::fs::metadata(dir).unwrap().permissions().mode() & 0o777)];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = entry.metadata().unwrap();
+        if meta.is_dir() {
+            found.extend(modes_under(&entry.path()));
+        } else {
+            found.push((entry.path(), meta.permissions().mode() & 0o777));
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+#[test]
+fn every_file_taskdeck_writes_is_readable_by_its_user_only() {
+    let env = Env::demo();
+    let mut child = env.spawn(&["run", "demo", "count", "--args", r#"{"n":3,"delay_ms":300}"#]);
+    // While the run is going, so the lock, the WAL and the server's log are all there.
+    env.wait_task(has_remote);
+    let during = modes_under(&env.data_dir());
+    let _ = child.wait();
+    let after = modes_under(&env.data_dir());
+    let names: Vec<String> =
+        during.iter().map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    for expected in ["taskdeck.sqlite3", "taskdeck.sqlite3-wal", "engine.lock", "logs", "servers", "demo.log"] {
+        assert!(names.iter().any(|n| n == expected), "no {expected} in {during:?}");
+    }
+    assert!(names.iter().any(|n| n.starts_with("taskdeck-cli.")), "no CLI log in {during:?}");
+    for (path, mode) in during.iter().chain(&after) {
+        let want = if path.is_dir() { 0o700 } else { 0o600 };
+        assert_eq!(*mode, want, "{} is {mode:o}", path.display());
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn pid_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// The server is a shell that outlives its stdin (it sleeps once the demo server in it ends), so
+/// only the kernel's parent-death signal can end it when the CLI is killed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_dies_with_a_cli_killed_by_kill_9() {
+    let env = Env::demo();
+    let state = env.dir.path().join("demo-state");
+    let marker = format!("pdeathsig-{}", env.dir.path().display());
+    let script = format!(
+        "'{}' --state '{}' --poll-interval-ms 100; sleep 600 # {marker}",
+        taskdeck_test_support::demo_server().display(),
+        state.display()
+    );
+    let config = write_servers_config(
+        &env.dir.path().join("shell.json"),
+        [("demo", json!({"command": "sh", "args": ["-c", script]}))],
+    );
+    let env = Env { config: Some(config), ..env };
+    let child = env.spawn(&["run", "demo", "count", "--args", r#"{"n":100,"delay_ms":200}"#]);
+    env.wait_task(has_remote);
+    let out = Command::new("pgrep").arg("-f").arg("--").arg(&marker).output().unwrap();
+    let leader: u32 = String::from_utf8_lossy(&out.stdout).lines().next().and_then(|l| l.trim().parse().ok()).unwrap();
+    assert!(pid_alive(leader));
+    signal(child.id(), "KILL");
+    let _ = finish(child);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pid_alive(leader) {
+        assert!(Instant::now() < deadline, "the server {leader} outlived the CLI");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -273,15 +273,13 @@ mod tests {
 
     /// The demo server, in the era asked for.
     async fn demo(state: &Path, era: Era) -> Session {
-        let exe = std::env::current_exe().unwrap();
-        let bin = exe.parent().and_then(Path::parent).unwrap().join("taskdeck-demo-server");
-        assert!(bin.exists(), "{} is missing: build taskdeck-demo-server first", bin.display());
         let spec = ServerSpec {
             name: "demo".into(),
-            command: bin.display().to_string(),
+            command: taskdeck_test_support::demo_server().display().to_string(),
             args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
             env: Default::default(),
             cwd: None,
+            inherit_env: false,
         };
         let opts = SessionOptions { force_era: Some(era), ..SessionOptions::default() };
         Session::connect(&spec, opts, Arc::new(IgnoreEvents)).await.unwrap()

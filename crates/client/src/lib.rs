@@ -26,6 +26,6 @@ pub use follow::{Follow, FollowOptions, Followed};
 pub use model::{
     Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, Started, TaskSnapshot,
 };
-pub use process::{MAX_STDERR_LINE, ServerSpec};
+pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
 pub use tasks::StartOptions;

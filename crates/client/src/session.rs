@@ -469,11 +469,12 @@ async fn read_loop(shared: Weak<Shared>, mut frames: Box<dyn FrameSource>) {
     }
 }
 
-/// A server's last stderr lines usually say why it ended.
+/// A server's last stderr lines usually say why it ended, but they are its own words, secrets
+/// included, and the reason ends up in the error a task keeps for good. So the reason points to the
+/// server's log, which has the lines (and is rotated away), instead of quoting them.
 fn with_stderr_tail(shared: &Shared, mut reason: String) -> String {
-    let tail = lock(&shared.stderr).tail(5);
-    if !tail.is_empty() {
-        reason.push_str(&format!("; last stderr: {}", tail.join(" | ")));
+    if !lock(&shared.stderr).tail(1).is_empty() {
+        reason.push_str("; its last stderr lines are in the server's log");
     }
     reason
 }

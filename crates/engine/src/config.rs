@@ -149,10 +149,18 @@ const HOME_HINT: &str = " or HOME";
 #[cfg(windows)]
 const HOME_HINT: &str = " (the user profile has no %APPDATA% folder)";
 
+/// Past this a config file is refused unread: a real one is a few kilobytes, and `--config
+/// /dev/zero` (or a log file given by mistake) must not grow memory without bound.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
 /// The servers to run, in config order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
+    /// The servers to run. An entry with `"disabled": true` is not among them.
     pub servers: Vec<ServerSpec>,
+    /// The entries with `"disabled": true`, in config order: never started, not runnable, listed
+    /// so that a front end can show them as disabled.
+    pub disabled: Vec<ServerSpec>,
     /// Where they came from: the file, or `None` for the embedded default.
     pub source: Option<PathBuf>,
 }
@@ -160,7 +168,7 @@ pub struct Config {
 impl Config {
     /// Loads the config file; a missing file means the embedded default (the demo server).
     pub fn load(paths: &Paths) -> Result<Config, ConfigError> {
-        match std::fs::read_to_string(&paths.config) {
+        match read_limited(&paths.config) {
             Ok(text) => Self::parse(&paths.config, &text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::embedded_default(&paths.data_dir)),
             Err(e) => Err(ConfigError::Read { file: paths.config.clone(), reason: e.to_string() }),
@@ -177,7 +185,9 @@ impl Config {
                 args: vec!["--state".into(), data_dir.join("demo-server").display().to_string()],
                 env: BTreeMap::new(),
                 cwd: None,
+                inherit_env: false,
             }],
+            disabled: Vec::new(),
             source: None,
         }
     }
@@ -196,6 +206,7 @@ impl Config {
             .as_object()
             .ok_or_else(|| field_err("mcpServers".into(), "must be an object of servers by name"))?;
         let mut out = Vec::new();
+        let mut disabled = Vec::new();
         for (name, entry) in servers {
             let at = |f: &str| format!("mcpServers.{name}.{f}");
             if name.trim().is_empty() {
@@ -250,14 +261,43 @@ impl Config {
                 }
                 Some(_) => return Err(field_err(at("cwd"), "must be a string")),
             };
-            out.push(ServerSpec { name: name.clone(), command, args, env, cwd });
+            let flag = |key: &str| match entry.get(key) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(_) => Err(field_err(at(key), "must be true or false")),
+            };
+            let inherit_env = flag("inheritEnv")?;
+            let spec = ServerSpec { name: name.clone(), command, args, env, cwd, inherit_env };
+            if flag("disabled")? {
+                disabled.push(spec);
+            } else {
+                out.push(spec);
+            }
         }
-        Ok(Config { servers: out, source: Some(file.to_owned()) })
+        Ok(Config { servers: out, disabled, source: Some(file.to_owned()) })
     }
 
     pub fn server(&self, name: &str) -> Option<&ServerSpec> {
         self.servers.iter().find(|s| s.name == name)
     }
+}
+
+/// The config file's text: refused unread when it is not a regular file (a named pipe would block
+/// the read forever, a device never end it) and when it is over [`MAX_CONFIG_BYTES`], however it
+/// grows while being read.
+fn read_limited(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    taskdeck_store::private_fs::check_regular(path)?;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} KiB; a config is a few kilobytes", MAX_CONFIG_BYTES / 1024),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
 /// The demo server ships beside the Taskdeck binaries (in `target/<profile>/` during development,
@@ -335,6 +375,7 @@ mod tests {
 
     #[cfg(not(any(windows, target_os = "macos")))]
     #[test]
+    #[cfg(not(any(windows, target_os = "macos")))]
     fn logs_go_to_the_state_dir_unless_the_data_dir_was_chosen() {
         let env = env_of(&[("HOME", "/home/ada"), ("XDG_STATE_HOME", "/x/state")]);
         let default = Paths::resolve_with(None, None, &env).unwrap();
@@ -358,5 +399,62 @@ mod tests {
         assert_eq!(c.servers.len(), 1);
         assert_eq!(c.servers[0].name, "demo");
         assert!(c.servers[0].args.contains(&dir.path().join("data/demo-server").display().to_string()));
+    }
+
+    #[test]
+    fn a_disabled_server_is_listed_apart_and_not_among_those_to_run() {
+        let c = parse(
+            r#"{"mcpServers": {"on": {"command": "a"}, "off": {"command": "b", "disabled": true},
+                "also": {"command": "c", "disabled": false}}}"#,
+        )
+        .unwrap();
+        assert_eq!(c.servers.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["on", "also"]);
+        assert_eq!(c.disabled.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["off"]);
+        assert!(c.server("off").is_none(), "a disabled server cannot be run");
+        let e = parse(r#"{"mcpServers": {"x": {"command": "a", "disabled": "yes"}}}"#).unwrap_err();
+        assert_eq!(e.to_string(), "/etc/x/servers.json: mcpServers.x.disabled: must be true or false");
+    }
+
+    #[test]
+    fn inherit_env_is_an_opt_in_per_server() {
+        let c = parse(r#"{"mcpServers": {"a": {"command": "a", "inheritEnv": true}, "b": {"command": "b"}}}"#).unwrap();
+        assert!(c.servers[0].inherit_env);
+        assert!(!c.servers[1].inherit_env);
+        assert!(parse(r#"{"mcpServers": {"a": {"command": "a", "inheritEnv": 1}}}"#).is_err());
+    }
+
+    fn load(config: PathBuf) -> Result<Config, ConfigError> {
+        Config::load(&Paths { config, data_dir: PathBuf::from("/nonexistent") })
+    }
+
+    #[test]
+    fn a_config_over_the_size_limit_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("servers.json");
+        let pad = " ".repeat(MAX_CONFIG_BYTES as usize);
+        std::fs::write(&file, format!(r#"{{"mcpServers": {{}}}}{pad}"#)).unwrap();
+        let e = load(file).unwrap_err();
+        assert!(matches!(&e, ConfigError::Read { reason, .. } if reason.contains("larger than")), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_device_as_the_config_is_refused_without_reading_it() {
+        let started = std::time::Instant::now();
+        let e = load(PathBuf::from("/dev/zero")).unwrap_err();
+        assert!(matches!(&e, ConfigError::Read { reason, .. } if reason.contains("device")), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_named_pipe_as_the_config_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("servers.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let started = std::time::Instant::now();
+        let e = load(fifo).unwrap_err();
+        assert!(matches!(&e, ConfigError::Read { reason, .. } if reason.contains("named pipe")), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2));
     }
 }

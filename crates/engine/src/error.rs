@@ -118,7 +118,10 @@ impl From<&StoreError> for ErrorCode {
             StoreError::NotSqlite { .. } => ErrorCode::NotSqlite,
             StoreError::Foreign { .. } => ErrorCode::ForeignDatabase,
             StoreError::TooNew { .. } => ErrorCode::DatabaseTooNew,
-            StoreError::Io { .. } => ErrorCode::Io,
+            // No codes of their own yet (the set is shared with the UI's bindings): a damaged file is
+            // the store's corruption, a full disk an I/O failure; the message says which.
+            StoreError::Damaged { .. } => ErrorCode::Corrupt,
+            StoreError::Io { .. } | StoreError::DiskFull(_) => ErrorCode::Io,
             StoreError::Migration { .. } => ErrorCode::Migration,
             StoreError::NotFound { .. } => ErrorCode::NotFound,
             StoreError::Ambiguous { .. } => ErrorCode::AmbiguousPrefix,

@@ -2,9 +2,11 @@
 //! (`flock` on Unix, `LockFileEx` on Windows), so it dies with its process however that process
 //! ends; the file also names the holder for the error a second process gets.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+
+use taskdeck_store::private_fs;
 
 pub const LOCK_FILE: &str = "engine.lock";
 /// Windows locks are mandatory: nobody else can read a locked file, so the holder is also named in
@@ -28,14 +30,18 @@ pub struct DataDirLock {
 impl DataDirLock {
     pub fn acquire(dir: &Path) -> Result<DataDirLock, LockError> {
         let io = |e: std::io::Error| LockError::Io { dir: dir.to_owned(), reason: e.to_string() };
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut file = OpenOptions::new()
+        // The data directory is made here first: private, as the store in it holds every argument,
+        // answer and result.
+        private_fs::create_dir_all(dir).map_err(io)?;
+        let mut file = private_fs::open_options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(dir.join(LOCK_FILE))
             .map_err(io)?;
+        // One left by a Taskdeck from before files were private.
+        private_fs::restrict(&dir.join(LOCK_FILE)).map_err(io)?;
         match file.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
@@ -63,7 +69,7 @@ impl DataDirLock {
         file.write_all(me.as_bytes()).map_err(io)?;
         file.flush().map_err(io)?;
         #[cfg(windows)]
-        std::fs::write(dir.join(HOLDER_FILE), &me).map_err(io)?;
+        private_fs::write_atomic(&dir.join(HOLDER_FILE), me.as_bytes()).map_err(io)?;
         Ok(DataDirLock { _file: file })
     }
 }

@@ -5,10 +5,11 @@
 //! Nothing secret goes in: no `env` values of a server, no arguments, answers or results. What a
 //! server writes to its stderr is its own business and is kept as written.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use taskdeck_store::private_fs;
 use tracing::Subscriber;
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::registry::LookupSpan;
@@ -39,7 +40,7 @@ pub fn daily_file<S>(dir: &Path, program: &str) -> io::Result<(Box<dyn Layer<S> 
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    std::fs::create_dir_all(dir)?;
+    private_fs::create_dir_all(dir)?;
     let appender = RollingFileAppender::builder()
         .rotation(Rotation::DAILY)
         .filename_prefix(program)
@@ -47,10 +48,50 @@ where
         .max_log_files(KEEP_FILES)
         .build(dir)
         .map_err(io::Error::other)?;
+    let appender = PrivateDaily { inner: appender, dir: dir.to_owned(), prefix: format!("{program}."), day: None };
     let (writer, guard) = tracing_appender::non_blocking(appender);
     let layer =
         tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false).with_filter(file_filter()).boxed();
     Ok((layer, guard))
+}
+
+/// The rolling appender creates each day's file with the default mode and offers no way to set
+/// one, so the files are made private right after it creates them: at the first write and at the
+/// first write of each new (UTC) day. The folder is private from the start, so the file is never
+/// readable by anyone else in between.
+struct PrivateDaily {
+    inner: RollingFileAppender,
+    dir: PathBuf,
+    prefix: String,
+    day: Option<chrono::NaiveDate>,
+}
+
+impl Write for PrivateDaily {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let today = chrono::Utc::now().date_naive();
+        if self.day != Some(today) {
+            self.day = Some(today);
+            restrict_logs(&self.dir, &self.prefix);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn restrict_logs(dir: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(prefix)
+            && let Err(e) = private_fs::restrict(&entry.path())
+        {
+            // Not through tracing: this runs inside the log writer.
+            eprintln!("taskdeck: cannot make {} private: {e}", entry.path().display());
+        }
+    }
 }
 
 /// Past this a server's log file is moved aside to `<name>.log.1` (replacing the one before) and
@@ -114,9 +155,11 @@ impl ServerLogFile {
 
     fn open(&self) -> io::Result<(File, u64)> {
         if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir)?;
+            private_fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new().create(true).append(true).open(&self.path)?;
+        let file = private_fs::open_options().create(true).append(true).open(&self.path)?;
+        // One written before files were private (the rotated one keeps this file's mode).
+        private_fs::restrict(&self.path)?;
         let size = file.metadata()?.len();
         Ok((file, size))
     }
@@ -216,6 +259,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains('\x1b'), "no colour codes in a file: {text}");
+        #[cfg(unix)]
+        {
+            assert_eq!(mode(&dir.path().join("logs")), 0o700);
+            assert_eq!(mode(&files[0]), 0o600);
+        }
+    }
+
+    #[cfg(unix)]
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_servers_log_and_its_folder_are_readable_by_their_user_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = ServerLogFile::new(dir.path(), "demo");
+        file.append(&line(1));
+        assert_eq!(mode(&dir.path().join("servers")), 0o700);
+        assert_eq!(mode(&dir.path().join("servers/demo.log")), 0o600);
     }
 
     #[test]

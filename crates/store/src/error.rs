@@ -22,6 +22,19 @@ pub enum StoreError {
     )]
     TooNew { path: PathBuf, found: i64, supported: i64 },
 
+    /// The file is a Taskdeck store whose pages fail SQLite's integrity check (or SQLite found a
+    /// damaged page while working).
+    #[error("{}", damaged_message(path.as_deref(), reason))]
+    Damaged { path: Option<PathBuf>, reason: String },
+
+    /// SQLITE_FULL: the disk (or the user's quota) has no room for the next write, which was not
+    /// made.
+    #[error(
+        "the disk holding the task store is full ({0}): free some space and run again; what was recorded \
+         before stays recorded"
+    )]
+    DiskFull(rusqlite::Error),
+
     #[error("{path}: cannot read or create the file: {source}")]
     Io {
         path: PathBuf,
@@ -52,7 +65,18 @@ pub enum StoreError {
     Corrupt { id: String, column: &'static str, reason: String },
 
     #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(rusqlite::Error),
+}
+
+/// The SQLite failures a user can act on get a variant of their own, wherever they happen.
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull(e),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt) => StoreError::Damaged { path: None, reason: e.to_string() },
+            _ => StoreError::Sqlite(e),
+        }
+    }
 }
 
 impl StoreError {
@@ -62,6 +86,8 @@ impl StoreError {
             StoreError::NotSqlite { .. } => "not_sqlite",
             StoreError::Foreign { .. } => "foreign_database",
             StoreError::TooNew { .. } => "database_too_new",
+            StoreError::Damaged { .. } => "damaged",
+            StoreError::DiskFull(_) => "disk_full",
             StoreError::Io { .. } => "io",
             StoreError::Migration { .. } => "migration",
             StoreError::NotFound { .. } => "not_found",
@@ -103,4 +129,34 @@ impl Serialize for StoreError {
     }
 }
 
+fn damaged_message(path: Option<&std::path::Path>, reason: &str) -> String {
+    let what = "move the file aside (or restore a backup) and run again";
+    match path {
+        // Found when opening: nothing was written and nothing sent.
+        Some(p) => format!("{}: the task store is damaged ({reason}); left untouched, so {what}", p.display()),
+        None => format!("the task store is damaged ({reason}); Taskdeck cannot go on with it: {what}"),
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_full_disk_and_a_damaged_page_get_variants_of_their_own() {
+        let full = StoreError::from(sqlite(rusqlite::ffi::SQLITE_FULL));
+        assert!(matches!(full, StoreError::DiskFull(_)), "{full:?}");
+        assert_eq!(full.code(), "disk_full");
+        assert!(full.to_string().contains("disk holding the task store is full"), "{full}");
+        let damaged = StoreError::from(sqlite(rusqlite::ffi::SQLITE_CORRUPT));
+        assert!(matches!(damaged, StoreError::Damaged { path: None, .. }), "{damaged:?}");
+        assert!(damaged.to_string().starts_with("the task store is damaged"), "{damaged}");
+        assert!(matches!(StoreError::from(sqlite(rusqlite::ffi::SQLITE_BUSY)), StoreError::Sqlite(_)));
+    }
+}

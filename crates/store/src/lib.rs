@@ -8,6 +8,7 @@
 mod error;
 mod migrations;
 mod open;
+pub mod private_fs;
 pub mod state;
 mod store;
 mod task;

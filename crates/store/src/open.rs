@@ -11,6 +11,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
 use crate::error::{Result, StoreError};
 use crate::migrations::{LATEST, MIGRATIONS};
+use crate::private_fs;
 
 /// `PRAGMA application_id` of every Taskdeck store: "TSKD". Set by the first migration.
 pub const APPLICATION_ID: i32 = 0x5453_4B44;
@@ -23,6 +24,7 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(crate) fn open(path: &Path) -> Result<Connection> {
     inspect(path)?;
+    create_private(path)?;
 
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -68,6 +70,25 @@ fn enable_wal(conn: &Connection, path: &Path) -> Result<()> {
     }
 }
 
+/// Creates a missing store file empty and private before SQLite opens it: SQLite gives its `-wal`
+/// and `-shm` files the database file's mode, so this is what keeps all three to their user. A
+/// file from before this rule is tightened the same way.
+fn create_private(path: &Path) -> Result<()> {
+    let io_err = |source| StoreError::Io { path: path.to_owned(), source };
+    match private_fs::open_options().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut name = path.as_os_str().to_owned();
+                name.push(suffix);
+                private_fs::restrict(Path::new(&name)).map_err(io_err)?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(io_err(e)),
+    }
+}
+
 fn user_version(conn: &Connection) -> Result<i64> {
     Ok(conn.query_row("PRAGMA user_version", [], |r| r.get(0))?)
 }
@@ -75,6 +96,11 @@ fn user_version(conn: &Connection) -> Result<i64> {
 /// Refuses, without writing, any file that is not blank and not a store this binary can migrate.
 fn inspect(path: &Path) -> Result<()> {
     let io_err = |source| StoreError::Io { path: path.to_owned(), source };
+    // Before opening: opening a named pipe to read waits for a writer, forever.
+    match private_fs::check_regular(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        r => r.map_err(io_err)?,
+    }
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -110,11 +136,34 @@ fn inspect(path: &Path) -> Result<()> {
         APPLICATION_ID if version > LATEST => {
             Err(StoreError::TooNew { path: path.to_owned(), found: version, supported: LATEST })
         }
-        APPLICATION_ID => Ok(()),
+        APPLICATION_ID => check_integrity(&conn, path),
         0 if objects.is_empty() && version == 0 => Ok(()),
         0 if objects.is_empty() => Err(foreign(format!("no application id but user_version {version}"))),
         0 => Err(foreign(format!("no application id and unknown tables: {}", preview(&objects)))),
         other => Err(foreign(format!("application id {other:#010x}, Taskdeck's is {APPLICATION_ID:#010x}"))),
+    }
+}
+
+/// `PRAGMA quick_check`, read-only, before the first write: a store with a damaged page must be
+/// refused before a task is recorded in it, let alone sent to a server. It reads every page once
+/// (a second or so for a store of a few hundred megabytes), so it runs at open only.
+fn check_integrity(conn: &Connection, path: &Path) -> Result<()> {
+    const SHOWN: usize = 3;
+    let damaged = |reason: String| StoreError::Damaged { path: Some(path.to_owned()), reason };
+    let problems: Vec<String> = match conn
+        .prepare(&format!("PRAGMA quick_check({SHOWN})"))
+        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
+    {
+        Ok(rows) => rows,
+        Err(e) if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)) => {
+            return Err(damaged(e.to_string()));
+        }
+        Err(e) => return Err(StoreError::Sqlite(e)),
+    };
+    match problems.as_slice() {
+        [ok] if ok == "ok" => Ok(()),
+        [] => Err(damaged("the integrity check returned nothing".to_owned())),
+        _ => Err(damaged(problems.join("; "))),
     }
 }
 

@@ -169,3 +169,75 @@ fn a_newer_store_still_in_wal_mode_keeps_its_main_file_intact() {
     assert_eq!(bytes(&path), before);
     drop(dir);
 }
+
+/// The page size and the tasks table's root page of a closed store, read with SQLite itself.
+fn tasks_root_page(path: &Path) -> (u64, u64) {
+    let conn = raw(path);
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let root: i64 = conn
+        .query_row("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))
+        .unwrap();
+    (page_size as u64, root as u64)
+}
+
+#[test]
+fn a_store_with_a_damaged_tasks_page_is_refused_before_anything_is_written() {
+    let f = fixture();
+    for n in 0..20 {
+        f.store.create_task(new_task(&format!("t{n}"))).unwrap();
+    }
+    let Fixture { dir, path, store } = f;
+    drop(store);
+    // A rollback journal, so the closed file alone is the whole database and can be compared.
+    raw(&path).query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())).unwrap();
+    let (page_size, root) = tasks_root_page(&path);
+    let mut data = bytes(&path);
+    let start = ((root - 1) * page_size) as usize;
+    for (i, b) in data[start..start + page_size as usize].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(31) ^ 0x5A;
+    }
+    std::fs::write(&path, &data).unwrap();
+
+    let err = assert_refused_untouched(&path);
+    assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
+    assert_eq!(err.code(), "damaged");
+    assert!(err.to_string().contains("damaged") && err.to_string().contains("left untouched"), "{err}");
+    drop(dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_store_and_its_wal_and_shm_files_are_readable_by_their_user_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let f = fixture();
+    f.store.create_task(new_task("a")).unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let file = format!("{}{suffix}", f.path.display());
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{file}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_store_made_before_files_were_private_is_tightened_when_opened() {
+    use std::os::unix::fs::PermissionsExt;
+    let Fixture { dir, path, store } = fixture();
+    drop(store);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let _store = Store::open(&path).unwrap();
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    drop(dir);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_as_the_store_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("taskdeck.sqlite3");
+    assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let err = Store::open(&path).err().expect("refused");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert!(matches!(err, StoreError::Io { .. }) && err.to_string().contains("named pipe"), "{err:?}");
+}

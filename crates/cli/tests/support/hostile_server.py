@@ -104,7 +104,11 @@ for line in sys.stdin:
         tid = msg["params"]["taskId"]
         send({"jsonrpc": "2.0", "id": mid, "result": task(tid, tasks.get(tid, "working"))})
     elif method == "tasks/result":
-        results[msg["params"]["taskId"]] = mid
+        tid = msg["params"]["taskId"]
+        if tasks.get(tid) == "completed":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "visited"}]}})
+        else:
+            results[tid] = mid
     elif method is None and str(mid).startswith("q-"):
         with open(os.path.join(marker_dir, "..", "answers.jsonl"), "a") as f:
             f.write(json.dumps(msg) + "\n")

@@ -17,6 +17,7 @@ pub fn demo_spec(state: &Path) -> ServerSpec {
         args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
         env: Default::default(),
         cwd: None,
+        inherit_env: false,
     }
 }
 
@@ -29,6 +30,7 @@ pub fn everything_spec() -> ServerSpec {
         args: vec![entry.display().to_string(), "stdio".into()],
         env: Default::default(),
         cwd: None,
+        inherit_env: false,
     }
 }
 
@@ -42,6 +44,7 @@ pub fn fault_spec(scenario: &str) -> ServerSpec {
         ],
         env: Default::default(),
         cwd: None,
+        inherit_env: false,
     }
 }
 
