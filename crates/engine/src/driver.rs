@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskdeck_client::{Followed, Session, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{ClientError, Followed, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -22,6 +22,8 @@ enum Step {
     Done,
     /// The session died; follow the task again on the next one.
     Lost,
+    /// Re-attaching failed on a live session; tried again until `poll_give_up` says otherwise.
+    Trouble(ClientError),
 }
 
 pub(crate) async fn drive(hub: Arc<Hub>, id: String, mut rx: mpsc::UnboundedReceiver<DriverMsg>) {
@@ -36,11 +38,14 @@ pub(crate) async fn drive(hub: Arc<Hub>, id: String, mut rx: mpsc::UnboundedRece
 }
 
 async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedReceiver<DriverMsg>) -> Result<(), String> {
+    // Since when re-attaching has failed without a break.
+    let mut troubled_since: Option<Instant> = None;
     loop {
         let rec = hub.gate.get(id).map_err(|e| e.to_string())?;
         if rec.status.is_terminal() {
             return Ok(());
         }
+        hub.live.drives_on(id, &rec.server);
         let Some(server) = hub.servers.get(&rec.server) else {
             // Left pending, not failed: the server may come back with the next config change.
             return Err(format!("server {:?} is not in the config", rec.server));
@@ -61,7 +66,18 @@ async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedRecei
         };
         match step {
             Step::Done => return Ok(()),
-            Step::Lost => tokio::time::sleep(Duration::from_millis(50)).await,
+            Step::Lost => {
+                troubled_since = None;
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Step::Trouble(e) => {
+                let since = *troubled_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= hub.opts.poll_give_up {
+                    cannot_follow(hub, id, &e);
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
         }
     }
 }
@@ -159,13 +175,21 @@ async fn attach(
         Err(e) if e.is_server_gone() => Step::Lost,
         Err(e) => {
             tracing::warn!(task = %rec.id, "re-attaching failed, will retry: {e}");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            Step::Lost
+            Step::Trouble(e)
         }
     }
 }
 
-fn unknown_to_server(hub: &Hub, id: &str, e: &taskdeck_client::ClientError) {
+/// The server's answers about the task cannot be read or used, for good: the task fails with the
+/// reason rather than stay `working` for ever.
+fn cannot_follow(hub: &Hub, id: &str, e: &ClientError) {
+    tracing::warn!(task = %id, "giving up on the task: {e}");
+    let mut error = error_of(e);
+    error.message = format!("Taskdeck could not follow the task: {}", error.message);
+    hub.gate.apply_quietly(id, Update::Failed { error, server_status: None });
+}
+
+fn unknown_to_server(hub: &Hub, id: &str, e: &ClientError) {
     let message = format!("the server no longer knows this task (it may have restarted or expired it): {e}");
     hub.gate.apply_quietly(id, failure(Some(codes::INVALID_PARAMS), message, FailureReason::UnknownToServer));
 }
@@ -212,6 +236,10 @@ async fn follow(
                     return Step::Done;
                 }
                 Some(Followed::Lost(_)) => return Step::Lost,
+                Some(Followed::Failed(e)) => {
+                    cannot_follow(hub, &id, &e);
+                    return Step::Done;
+                }
                 // Followed to its end, yet the store is not terminal (the write failed): look again.
                 None => return Step::Lost,
             },
