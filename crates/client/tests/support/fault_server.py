@@ -176,6 +176,9 @@ for line in sys.stdin:
         else:
             tasks["polled"] = True
             send({"jsonrpc": "2.0", "id": mid, "result": task(msg["params"]["taskId"], "working", "2026-01-01T00:00:02Z")})
+    elif method == "tasks/get" and msg["params"]["taskId"] not in tasks and scenario == "close-stdin":
+        # A new process: the task went with the old one.
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "unknown task"}})
     elif method == "tasks/get":
         tid = msg["params"]["taskId"]
         send({"jsonrpc": "2.0", "id": mid, "result": task(tid, tasks.get(tid, "working"), "2026-01-01T00:00:02Z")})

@@ -1,0 +1,101 @@
+//! Tasks on a misbehaving server (the client's fault server) end, with a reason, within a bound:
+//! never left `working` because of what the server sent, never given another task's status,
+//! never run twice.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use taskdeck_engine::config::Paths;
+use taskdeck_engine::{Engine, EngineOptions, FailureReason, TaskRecord};
+use taskdeck_protocol::TaskStatus;
+use taskdeck_test_support::{workspace_root, write_servers_config};
+
+fn fault_server() -> PathBuf {
+    workspace_root().join("crates/client/tests/support/fault_server.py")
+}
+
+/// An engine whose one server, `fault`, misbehaves as `scenario` says, counting its executions.
+async fn open(dir: &Path, scenario: &str, opts: EngineOptions) -> Engine {
+    let entry = json!({
+        "command": "python3",
+        "args": [fault_server().display().to_string(), scenario],
+        "env": {"FAULT_COUNT": dir.join("count").display().to_string()},
+    });
+    write_servers_config(&dir.join("servers.json"), [("fault", entry)]);
+    let paths = Paths { config: dir.join("servers.json"), data_dir: dir.join("data") };
+    Engine::open(paths, opts).await.unwrap()
+}
+
+fn options() -> EngineOptions {
+    let mut opts = EngineOptions::default();
+    opts.session.probe_timeout = Duration::from_millis(500);
+    opts.server_wait = Duration::from_secs(20);
+    opts.poll_give_up = Duration::from_secs(1);
+    opts
+}
+
+async fn run_to_the_end(engine: &Engine, bound: Duration) -> TaskRecord {
+    let rec = engine.run("fault", "job", json!({})).await.unwrap();
+    tokio::time::timeout(bound, engine.wait(&rec.id, |r| r.status.is_terminal()))
+        .await
+        .expect("the task ends within its bound")
+        .unwrap()
+}
+
+fn executions(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("count")).unwrap_or_default().lines().count()
+}
+
+#[tokio::test]
+async fn a_task_whose_result_is_too_large_to_read_fails_with_that_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "result-huge", options()).await;
+    let started = Instant::now();
+    let done = run_to_the_end(&engine, Duration::from_secs(30)).await;
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    let error = done.error.unwrap();
+    assert_eq!(error.reason, Some(FailureReason::ResponseTooLarge), "{error:?}");
+    assert!(error.message.contains("frame limit"), "{error:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(executions(dir.path()), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_whose_result_is_nested_too_deep_fails_as_unreadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "result-deep", options()).await;
+    let done = run_to_the_end(&engine, Duration::from_secs(30)).await;
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    assert_eq!(done.error.unwrap().reason, Some(FailureReason::ServerUnreadable));
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_whose_polls_cannot_be_read_fails_once_polling_gives_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "polls-surrogate", options()).await;
+    let started = Instant::now();
+    let done = run_to_the_end(&engine, Duration::from_secs(30)).await;
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    assert_eq!(done.error.as_ref().unwrap().reason, Some(FailureReason::ServerUnreadable), "{done:#?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(executions(dir.path()), 1);
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn another_tasks_status_is_never_applied_to_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options();
+    opts.poll_give_up = Duration::from_secs(60);
+    opts.min_poll = Duration::from_millis(50);
+    let engine = open(dir.path(), "wrong-task", opts).await;
+    let done = run_to_the_end(&engine, Duration::from_secs(30)).await;
+    assert_eq!(done.status, TaskStatus::Completed, "someone else's cancel is not ours: {done:#?}");
+    let cancelled = engine.events(&done.id).unwrap().iter().any(|e| e.to_status == Some(TaskStatus::Cancelled));
+    assert!(!cancelled);
+    assert_eq!(executions(dir.path()), 1);
+    engine.shutdown().await;
+}
