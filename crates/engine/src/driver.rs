@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskdeck_client::{ClientError, Followed, Session, StartOptions, Started, TaskSnapshot};
+use serde_json::Value;
+use taskdeck_client::{Asks, ClientError, Followed, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -17,6 +18,7 @@ use crate::decide::{error_of, failure};
 use crate::error::EngineError;
 use crate::hub::Hub;
 use crate::live::{AnswerMsg, DriverMsg};
+use crate::validate;
 
 enum Step {
     Done,
@@ -95,7 +97,12 @@ async fn start(
         hub.live.call_started(&rec.server, &rec.id);
     }
     let opts = StartOptions { progress_token: Some(rec.id.clone()), ttl_ms: None };
-    let call = session.start_tool(&rec.tool, rec.arguments.clone(), &opts);
+    let mut arguments = rec.arguments.clone();
+    // The tool was looked up when the task was made, so this is the session's cached list.
+    if let Ok(tool) = session.tool(&rec.tool).await {
+        validate::integers_as_integers(&tool.input_schema, &mut arguments);
+    }
+    let call = session.start_tool(&rec.tool, arguments, &opts);
     tokio::pin!(call);
     // A plain call's question is answered while the call is in flight, and in turn with its
     // result: an answer the server took is recorded before the result it led to.
@@ -263,9 +270,21 @@ async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, a: AnswerMsg) {
             };
             return Err(EngineError::from(e));
         }
-        session.answer(&a.key, now.remote_task_id.as_deref(), &a.response).await?;
+        let mut response = a.response.clone();
+        // Integral floats go out as integers where the form says integer, as arguments do.
+        if let Some(Asks::Form { schema, .. }) = now.question.as_ref().map(|q| &q.asks)
+            && let Some(content) = response.content.take()
+        {
+            let mut content = Value::Object(content);
+            validate::integers_as_integers(schema, &mut content);
+            response.content = match content {
+                Value::Object(c) => Some(c),
+                _ => None,
+            };
+        }
+        session.answer(&a.key, now.remote_task_id.as_deref(), &response).await?;
         hub.live.close_question(&rec.id);
-        let response = serde_json::to_value(&a.response).unwrap_or_default();
+        let response = serde_json::to_value(&response).unwrap_or_default();
         hub.gate.apply(&rec.id, Update::Answer(Answer { key: a.key.to_text(), response }))
     }
     .await;
