@@ -212,7 +212,7 @@ async fn follow(
 ) -> Step {
     let id = rec.id.clone();
     let mut follow = session.follow(last, hub.opts.follow());
-    // A poll sent before an answer was delivered may still show the question answered since.
+    // A poll sent before an answer was acknowledged may still show the question answered since.
     let mut answered_at: Option<Instant> = None;
     loop {
         let rec = match hub.gate.get(&id) {
@@ -224,8 +224,12 @@ async fn follow(
                 Some(DriverMsg::Snapshot(s)) => hub.report(&rec, &s),
                 Some(DriverMsg::Question(q)) => hub.record_question(&id, &rec.server, *q),
                 Some(DriverMsg::Answer(a)) => {
-                    answered_at = Some(Instant::now());
                     answer(hub, session, &rec, *a).await;
+                    // Taken once the server has acknowledged the answer, not before it was sent: a
+                    // poll the follow sent while the answer was on its way (reading a large
+                    // question back from the store takes a while) may still list the question,
+                    // and applied after the answer it would ask it again.
+                    answered_at = Some(Instant::now());
                 }
                 Some(DriverMsg::Wake) => {}
                 None => return Step::Done,

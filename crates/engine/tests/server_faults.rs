@@ -99,3 +99,46 @@ async fn another_tasks_status_is_never_applied_to_ours() {
     assert_eq!(executions(dir.path()), 1);
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn progress_from_another_server_is_not_applied_to_our_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    let entry = |scenario: &str| {
+        json!({
+            "command": "python3",
+            "args": [fault_server().display().to_string(), scenario],
+            "env": {"FAULT_COUNT": dir.path().join("count").display().to_string(), "FAULT_TOKEN": token.display().to_string()},
+        })
+    };
+    write_servers_config(
+        &dir.path().join("servers.json"),
+        [("owner", entry("token-owner")), ("thief", entry("token-thief"))],
+    );
+    let paths = Paths { config: dir.path().join("servers.json"), data_dir: dir.path().join("data") };
+    let engine = Engine::open(paths, options()).await.unwrap();
+    let ours = engine.run("owner", "job", json!({})).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !token.exists() {
+        assert!(Instant::now() < deadline, "the owner was never sent the task");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let theirs = engine.run("thief", "job", json!({})).await.unwrap();
+    let wait_end = |id: String| {
+        let engine = &engine;
+        async move {
+            tokio::time::timeout(Duration::from_secs(20), engine.wait(&id, |r| r.status.is_terminal()))
+                .await
+                .expect("the task ends")
+                .unwrap()
+        }
+    };
+    let theirs = wait_end(theirs.id).await;
+    let ours = wait_end(ours.id).await;
+    assert_eq!(theirs.status, TaskStatus::Completed, "{theirs:#?}");
+    assert_eq!(ours.status, TaskStatus::Completed, "{ours:#?}");
+    assert_eq!(ours.progress, None, "another server's progress: {ours:#?}");
+    let events = engine.events(&ours.id).unwrap();
+    assert!(!format!("{events:?}").contains("stolen"), "{events:#?}");
+    engine.shutdown().await;
+}

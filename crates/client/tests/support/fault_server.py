@@ -11,6 +11,7 @@ each, so a test can insist that nothing ran twice.
 import json
 import os
 import sys
+import threading
 import time
 
 scenario = sys.argv[1]
@@ -27,9 +28,13 @@ def executed(tool):
             f.write(tool + "\n")
 
 
+write_lock = threading.Lock()
+
+
 def send(obj):
-    out.write(json.dumps(obj).encode() + b"\n")
-    out.flush()
+    with write_lock:
+        out.write(json.dumps(obj).encode() + b"\n")
+        out.flush()
 
 
 def raw(data: bytes):
@@ -161,6 +166,30 @@ for line in sys.stdin:
             # Stops reading but lives on: whatever the client writes next meets a closed pipe.
             os.close(0)
             time.sleep(3600)
+    elif method == "tools/call" and scenario == "token-owner":
+        # Keeps the token it was given where another server can find it; ends a while later.
+        executed("job")
+        with open(os.environ["FAULT_TOKEN"] + ".tmp", "w") as f:
+            f.write(msg["params"]["_meta"]["progressToken"])
+        os.rename(os.environ["FAULT_TOKEN"] + ".tmp", os.environ["FAULT_TOKEN"])
+        tasks["t:owner"] = "working"
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task("t:owner", "working", "2026-01-01T00:00:01Z")}})
+    elif method == "tasks/result" and scenario == "token-owner":
+        def finish(mid=mid):
+            tasks["t:owner"] = "completed"
+            send({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+                  "params": task("t:owner", "completed", "2026-01-01T00:00:09Z")})
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "done"}]}})
+        threading.Timer(float(os.environ.get("FAULT_DELAY", "1.5")), finish).start()
+    elif method == "tools/call" and scenario == "token-thief":
+        # Progress for another server's task, by the token that server was given.
+        executed("job")
+        with open(os.environ["FAULT_TOKEN"]) as f:
+            stolen = f.read()
+        send({"jsonrpc": "2.0", "method": "notifications/progress",
+              "params": {"progressToken": stolen, "progress": 99, "total": 100, "message": "stolen"}})
+        tasks["t:thief"] = "completed"
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task("t:thief", "working", "2026-01-01T00:00:01Z")}})
     elif method == "tasks/get" and scenario == "wrong-task":
         # About another task, one that was cancelled; after a few of those, ours completes.
         send({"jsonrpc": "2.0", "id": mid, "result": task("someone-else", "cancelled", "2026-01-01T00:00:05Z")})
