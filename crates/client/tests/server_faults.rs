@@ -206,8 +206,13 @@ async fn a_server_that_stops_reading_ends_its_session_and_is_killed() {
     let end = follow_to_the_end(&session, &handle, FOLLOW, Duration::from_secs(10)).await;
     let Followed::Lost(ClientError::ServerExited { reason, .. }) = &end else { panic!("expected Lost, got {end:?}") };
     assert!(reason.contains("stopped reading"), "{reason}");
-    assert!(session.dead().is_some());
     let deadline = Instant::now() + Duration::from_secs(5);
+    while session.dead().is_none() {
+        assert!(Instant::now() < deadline, "the session is still alive");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let dead = session.dead().unwrap().to_string();
+    assert!(dead.contains("stopped reading"), "{dead}");
     while Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid) {
         assert!(Instant::now() < deadline, "the server {pid} is still running");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -22,6 +22,9 @@ const EXIT_WAIT: Duration = Duration::from_secs(2);
 /// How long to wait, once the process ended, for the rest of its stderr: its last words are
 /// usually why it ended. A grandchild holding stderr open must not hold the news.
 const STDERR_DRAIN: Duration = Duration::from_millis(500);
+/// How long a failed write waits to see whether the process is ending, whose reader then says
+/// how, before it reports that the server stopped reading.
+const EXIT_NOTICE: Duration = Duration::from_millis(200);
 /// Items read ahead of the session: enough to keep the pipes flowing, few enough that a flood
 /// waits in the server's pipe rather than in our memory.
 const INBOX: usize = 64;
@@ -126,7 +129,8 @@ async fn write_loop(
     *write_failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopped.clone());
     drop(rx);
     drop(stdin);
-    let reason = match exit.wait(EXIT_WAIT).await {
+    // A process that is ending has usually ended by now; one that is not lives on.
+    let reason = match exit.wait(EXIT_NOTICE).await {
         Some(status) => {
             // The reader reports an ended process with its last stderr; this is the fallback for
             // one whose stdout a grandchild still holds.
