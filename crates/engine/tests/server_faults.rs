@@ -142,3 +142,25 @@ async fn progress_from_another_server_is_not_applied_to_our_task() {
     assert!(!format!("{events:?}").contains("stolen"), "{events:#?}");
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_accepted_answer_to_a_big_question_is_not_asked_again_by_a_poll_sent_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "modern-big-question", options()).await;
+    let rec = engine.run("fault", "job", json!({})).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), engine.wait(&rec.id, taskdeck_engine::is_waiting_for_answer))
+        .await
+        .expect("the question is asked")
+        .unwrap();
+    let answered = engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(Default::default())).await.unwrap();
+    assert_ne!(answered.status, TaskStatus::InputRequired, "{answered:#?}");
+    let done = tokio::time::timeout(Duration::from_secs(20), engine.wait(&rec.id, |r| r.status.is_terminal()))
+        .await
+        .expect("the task ends")
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    let kinds: Vec<_> = engine.events(&rec.id).unwrap().iter().map(|e| e.kind).collect();
+    let after_answer = kinds.iter().skip_while(|k| **k != taskdeck_store::EventKind::Answer).skip(1);
+    assert!(!after_answer.clone().any(|k| *k == taskdeck_store::EventKind::Question), "asked again: {kinds:?}");
+    engine.shutdown().await;
+}

@@ -86,6 +86,47 @@ if scenario == "exit-at-once":
 # A task's status for tasks/get: the task runs until its result is asked for.
 tasks = {}
 
+
+def modern_task(status, extra=None):
+    t = {"taskId": "t:m", "status": status, "createdAt": "2026-01-01T00:00:00Z",
+         "lastUpdatedAt": "2026-01-01T00:00:0%dZ" % (1 if status == "input_required" else 2),
+         "ttlMs": None, "pollIntervalMs": 50}
+    t.update(extra or {})
+    return t
+
+
+BIG_FORM = {"type": "object", "properties": {
+    "f%d" % i: {"type": "string", "title": "Field %d" % i, "description": "d" * 100} for i in range(int(os.environ.get("FAULT_FIELDS", "20000")))}}
+
+if scenario == "modern-big-question":
+    # A modern server whose one question is big; it lists it until its answer arrives.
+    for line in sys.stdin:
+        msg = json.loads(line)
+        method, mid = msg.get("method"), msg.get("id")
+        if method == "server/discover":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {
+                "tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                "serverInfo": {"name": "fault", "version": "0"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+        elif method in ("tools/call", "tasks/get"):
+            if method == "tools/call":
+                executed("job")
+            if tasks.get("answered"):
+                result = modern_task("completed", {"result": {"content": [{"type": "text", "text": "done"}]}})
+            else:
+                result = modern_task("input_required", {"inputRequests": {"q1": {"method": "elicitation/create", "params": {
+                    "mode": "form", "message": "Fill in", "requestedSchema": BIG_FORM}}}})
+            if method == "tools/call":
+                result["resultType"] = "task"
+            send({"jsonrpc": "2.0", "id": mid, "result": result})
+        elif method == "tasks/update":
+            tasks["answered"] = True
+            send({"jsonrpc": "2.0", "id": mid, "result": {}})
+        elif mid is not None and "result" not in msg and "error" not in msg:
+            send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "Method not found"}})
+    sys.exit(0)
+
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
