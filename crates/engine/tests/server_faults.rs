@@ -164,3 +164,18 @@ async fn an_accepted_answer_to_a_big_question_is_not_asked_again_by_a_poll_sent_
     assert!(!after_answer.clone().any(|k| *k == taskdeck_store::EventKind::Question), "asked again: {kinds:?}");
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_plain_call_whose_result_is_too_large_to_read_fails_with_that_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "plain-huge", options()).await;
+    let rec = engine.run("fault", "plain", json!({})).await.unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()))
+        .await
+        .expect("the call ends instead of waiting for its hour")
+        .unwrap();
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    assert_eq!(done.error.unwrap().reason, Some(FailureReason::ResponseTooLarge));
+    assert_eq!(executions(dir.path()), 1);
+    engine.shutdown().await;
+}

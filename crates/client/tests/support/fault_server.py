@@ -152,7 +152,7 @@ for line in sys.stdin:
             print("fatal: out of cheese", file=sys.stderr, flush=True)
             raw(b'{"jsonrpc":"2.0","id":')
             sys.exit(3)
-        elif scenario in ("error-text", "refuses-plain"):
+        elif scenario in ("error-text", "refuses-plain", "plain-huge"):
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": PLAIN_TOOLS}})
         else:
             send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
@@ -177,6 +177,10 @@ for line in sys.stdin:
         executed("plain")
         send({"jsonrpc": "2.0", "id": mid, "result": {"isError": True, "content": [
             {"type": "text", "text": "upstream said: MCP error -32601: no such endpoint"}]}})
+    elif method == "tools/call" and scenario == "plain-huge":
+        # A plain call whose result is too long to read.
+        executed("plain")
+        raw(unreadable_answer(mid))
     elif method == "tools/call" and scenario == "refuses-plain":
         # Needs a task without saying so in its tool list: refuses the plain call itself.
         if "task" not in msg["params"]:
