@@ -30,7 +30,7 @@ const FORCE_ERA_ENV: &str = "TASKDECK_FORCE_ERA";
 use taskdeck_engine::logs::{LOG_ENV, WorkerGuard};
 
 fn main() -> ExitCode {
-    restore_sigpipe();
+    quiet_on_closed_output();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -47,12 +47,16 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_FAILED);
         }
     };
-    let code = match runtime.block_on(dispatch(cli)) {
-        Ok(code) => code,
-        Err(e) => {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(dispatch(cli))));
+    let code = match outcome {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
             terminal::err(&format!("error: {}\n", e.message));
             e.exit
         }
+        // The engine and its servers were dropped on the way out, which ends them.
+        Err(payload) if output_closed(payload.as_ref()) => EXIT_OUTPUT_CLOSED,
+        Err(payload) => std::panic::resume_unwind(payload),
     };
     // A blocked prompt read or a server still being killed must not hold the exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
@@ -303,12 +307,33 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-/// Rust ignores SIGPIPE, so output piped into `head` that stops reading made `println!` panic. A
-/// command-line tool should end quietly then, as the shell expects of any other.
-fn restore_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: first thing in `main`, before any other thread exists; SIG_DFL is always valid.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+/// What a shell reports for a command whose output's reader went away (128 + SIGPIPE).
+const EXIT_OUTPUT_CLOSED: u8 = 141;
+
+/// Rust ignores SIGPIPE, and it stays ignored: restored, it would also kill the CLI, silently,
+/// the moment it writes to a server that has stopped reading, leaving the task `working` and the
+/// server running. A write to a server's closed pipe is then an error its session reports; only
+/// our own output whose reader went away (`| head`) ends the command, quietly: `println!` panics
+/// on that write, the hook keeps the panic unsaid and `main` turns it into the exit code.
+fn quiet_on_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !output_closed(info.payload()) {
+            default(info);
+        }
+    }));
+}
+
+/// Whether a panic is `print!` failing because stdout's pipe is closed.
+fn output_closed(payload: &(dyn std::any::Any + Send)) -> bool {
+    let text = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    // The errors a write to a pipe without a reader fails with: EPIPE on Unix; on Windows
+    // ERROR_BROKEN_PIPE and ERROR_NO_DATA.
+    let codes: &[i32] = if cfg!(windows) { &[109, 232] } else { &[32] };
+    text.starts_with("failed printing to stdout")
+        && codes.iter().any(|&c| text.ends_with(&std::io::Error::from_raw_os_error(c).to_string()))
 }

@@ -895,3 +895,58 @@ fn a_server_dies_with_a_cli_killed_by_kill_9() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// An environment whose one server, `fault`, is the client's misbehaving server in `scenario`;
+/// its command line carries the test's directory, so the test can look for its processes.
+fn fault_env(scenario: &str) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../client/tests/support/fault_server.py");
+    let entry = json!({
+        "command": "python3",
+        "args": [script.display().to_string(), scenario, dir.path().display().to_string()],
+        "env": {"FAULT_COUNT": dir.path().join("count").display().to_string()},
+    });
+    let config = write_servers_config(&dir.path().join("servers.json"), [("fault", entry)]);
+    Env { dir, config: Some(config), force_era: None }
+}
+
+impl Env {
+    /// The fault server's processes still running for this test.
+    fn fault_server_pids(&self) -> Vec<String> {
+        let out =
+            Command::new("pgrep").arg("-f").arg("--").arg(self.dir.path().display().to_string()).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
+    }
+}
+
+#[test]
+fn a_server_that_exits_at_once_is_a_clear_error_not_a_silent_death() {
+    let env = fault_env("exit-at-once");
+    let started = Instant::now();
+    let out = env.run(&["run", "fault", "job"]);
+    assert_eq!(out.code, 1, "a runtime error, not a signal: {out:?}");
+    assert!(out.stderr.contains("fault") && out.stderr.contains("not available"), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(env.tasks().iter().all(|t| t["status"] != "working"), "{:?}", env.tasks());
+    assert!(env.fault_server_pids().is_empty());
+}
+
+#[test]
+fn a_server_that_closes_its_input_mid_task_fails_the_task_and_leaves_no_process() {
+    let env = fault_env("close-stdin");
+    let started = Instant::now();
+    let out = env.run(&["run", "fault", "job"]);
+    assert_eq!(out.code, 1, "the task's failure, not a signal: {out:?}");
+    assert!(!out.stderr.trim().is_empty(), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    let task = env.wait_task(|t| t["status"] != "working");
+    assert_eq!(task["status"], "failed", "{task:#}");
+    assert_eq!(task["error"]["reason"], "UNKNOWN_TO_SERVER", "re-attached on the restarted server: {task:#}");
+    let count = std::fs::read_to_string(env.dir.path().join("count")).unwrap_or_default();
+    assert_eq!(count.lines().count(), 1, "sent once: {count}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !env.fault_server_pids().is_empty() {
+        assert!(Instant::now() < deadline, "servers left running: {:?}", env.fault_server_pids());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -26,6 +26,22 @@ pub enum ClientError {
     NoSuchQuestion { server: String, key: String },
     #[error("message to server {server:?} is larger than the {limit}-byte frame limit")]
     TooLarge { server: String, limit: usize },
+    /// The answer arrived but could not be read (too long, not JSON, not UTF-8, nested too deep):
+    /// the request is over, and asking again would most likely bring the same answer.
+    #[error("server {server:?} sent an answer to {method} that could not be read: {fault}")]
+    UnreadableResponse { server: String, method: String, fault: ResponseFault },
+    /// The server answered about another task than the one asked about; nothing of it is used.
+    #[error("server {server:?} answered {method} for task {asked:?} about task {answered:?}")]
+    WrongTask { server: String, method: String, asked: String, answered: String },
+}
+
+/// Why an answer could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResponseFault {
+    #[error("it is longer than the {limit}-byte frame limit")]
+    TooLarge { limit: usize },
+    #[error("{detail}")]
+    Unreadable { detail: String },
 }
 
 impl ClientError {
@@ -49,7 +65,9 @@ impl ClientError {
             | ClientError::UnknownTool { server, .. }
             | ClientError::Unsupported { server, .. }
             | ClientError::NoSuchQuestion { server, .. }
-            | ClientError::TooLarge { server, .. } => server,
+            | ClientError::TooLarge { server, .. }
+            | ClientError::UnreadableResponse { server, .. }
+            | ClientError::WrongTask { server, .. } => server,
         }
     }
 

@@ -21,11 +21,15 @@ use crate::{ClientError, Session};
 
 /// How often to ask, in the caller's words: the server's `pollInterval` is honoured within
 /// `min_poll..=max_poll`, and `default_poll` stands in while the server has not given one.
+/// Polls that keep failing (no answer, or one that cannot be read or used) are given up after
+/// `give_up` of nothing but failures, unless a legacy `tasks/result` is still outstanding: that
+/// one ends with the task, and its answer decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FollowOptions {
     pub min_poll: Duration,
     pub max_poll: Duration,
     pub default_poll: Duration,
+    pub give_up: Duration,
 }
 
 impl FollowOptions {
@@ -45,6 +49,9 @@ pub enum Followed {
     Unknown(ClientError),
     /// The session is gone; follow the task again on the next one.
     Lost(ClientError),
+    /// The task cannot be followed to its end on any session: its result came but could not be
+    /// read, or polling failed for longer than [`FollowOptions::give_up`]. The error says which.
+    Failed(ClientError),
 }
 
 /// A task being followed. Dropping it stops the requests it keeps going. [`Follow::next`] is
@@ -56,7 +63,7 @@ pub struct Follow {
 
 impl Follow {
     /// The next thing learned, or `None` once the task has ended (after its final snapshot, an
-    /// `Unknown` or a `Lost`).
+    /// `Unknown`, a `Lost` or a `Failed`).
     pub async fn next(&mut self) -> Option<Followed> {
         self.rx.recv().await
     }
@@ -92,7 +99,11 @@ impl Session {
         let status = s.status;
         match tokio::time::timeout(SETTLE_WAIT, self.task_result(&s.task_id)).await {
             Ok(Ok(result)) => Ok(with_result(s, status, result)),
-            Ok(Err(e)) if e.is_server_gone() => Err(e),
+            Ok(Err(
+                e @ (ClientError::UnreadableResponse { .. }
+                | ClientError::ServerExited { .. }
+                | ClientError::Spawn { .. }),
+            )) => Err(e),
             Ok(Err(e)) => Ok(with_error(s, status, &e)),
             Err(_) => Ok(TaskSnapshot { result_follows: false, ..s }),
         }
@@ -175,6 +186,8 @@ async fn follow_loop(
     }));
     let mut server_poll = poll_ms;
     let mut every = opts.every(server_poll);
+    // Since when every poll has failed, if the last one did.
+    let mut failing_since: Option<Instant> = None;
     loop {
         tokio::select! {
             res = async { call.0.as_mut().expect("guarded").await }, if call.0.is_some() => {
@@ -189,6 +202,11 @@ async fn follow_loop(
                     }
                     Ok(Err(e)) if e.is_server_gone() => {
                         let _ = tx.send(Followed::Lost(e));
+                        return;
+                    }
+                    // The task ended and its result came, unreadable: asking again brings it again.
+                    Ok(Err(e @ ClientError::UnreadableResponse { .. })) => {
+                        let _ = tx.send(Followed::Failed(e));
                         return;
                     }
                     Ok(Err(e @ ClientError::Rpc { .. })) => {
@@ -220,6 +238,7 @@ async fn follow_loop(
                 let asked_at = Instant::now();
                 match session.get_task(&task_id).await {
                     Ok(s) => {
+                        failing_since = None;
                         server_poll = s.poll_interval_ms.or(server_poll);
                         every = opts.every(server_poll);
                         if s.is_final() {
@@ -233,6 +252,9 @@ async fn follow_loop(
                             // how, once. With one outstanding, its answer is on the way.
                             match session.settle(s).await {
                                 Ok(settled) => send(settled, asked_at),
+                                Err(e @ ClientError::UnreadableResponse { .. }) => {
+                                    let _ = tx.send(Followed::Failed(e));
+                                }
                                 Err(e) => {
                                     let _ = tx.send(Followed::Lost(e));
                                 }
@@ -248,7 +270,14 @@ async fn follow_loop(
                         let _ = tx.send(Followed::Lost(e));
                         return;
                     }
-                    Err(e) => tracing::warn!(task = %task_id, "polling failed: {e}"),
+                    Err(e) => {
+                        tracing::warn!(task = %task_id, "polling failed: {e}");
+                        let since = *failing_since.get_or_insert(asked_at);
+                        if call.0.is_none() && since.elapsed() >= opts.give_up {
+                            let _ = tx.send(Followed::Failed(e));
+                            return;
+                        }
+                    }
                 }
             },
         }
@@ -269,6 +298,7 @@ mod tests {
         min_poll: Duration::from_millis(50),
         max_poll: Duration::from_secs(5),
         default_poll: Duration::from_secs(1),
+        give_up: Duration::from_secs(60),
     };
 
     /// The demo server, in the era asked for.
@@ -331,6 +361,7 @@ mod tests {
             min_poll: Duration::from_millis(50),
             max_poll: Duration::from_secs(5),
             default_poll: Duration::from_secs(1),
+            give_up: Duration::from_secs(60),
         };
         assert_eq!(opts.every(Some(250)), Duration::from_millis(250));
         assert_eq!(opts.every(Some(0)), Duration::from_secs(1), "0 is nonsense, not a request to spin");

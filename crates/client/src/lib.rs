@@ -21,7 +21,7 @@ mod tasks;
 mod tracker;
 pub mod transport;
 
-pub use error::ClientError;
+pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
 pub use model::{
     Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, Started, TaskSnapshot,

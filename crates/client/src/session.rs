@@ -16,11 +16,12 @@ use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, codes, legacy, met
 use tokio::sync::oneshot;
 
 use crate::ClientError;
+use crate::error::ResponseFault;
 use crate::model::{Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, TaskSnapshot};
 use crate::process::ServerSpec;
 use crate::tracker::{TaskTracker, Verdict};
 use crate::transport::stdio::StdioTransport;
-use crate::transport::{Connection, FrameSource, Received, SendError, Transport};
+use crate::transport::{Connection, FRAME_START, FrameError, FrameSource, Received, SendError, Transport};
 
 /// Receives everything the server sends that is not an answer to one of our requests.
 ///
@@ -73,7 +74,15 @@ impl Default for SessionOptions {
     }
 }
 
-type Pending = oneshot::Sender<Result<Value, ErrorObject>>;
+/// How a request ends other than with a result.
+enum Refusal {
+    /// The server answered with a JSON-RPC error.
+    Rpc(ErrorObject),
+    /// The answer (or what must be taken for it) could not be read.
+    Unreadable(ResponseFault),
+}
+
+type Pending = oneshot::Sender<Result<Value, Refusal>>;
 
 pub(crate) struct Shared {
     pub name: String,
@@ -281,8 +290,11 @@ impl Session {
         };
         match answer {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(error)) => {
+            Ok(Err(Refusal::Rpc(error))) => {
                 Err(ClientError::Rpc { server: s.name.clone(), method: method.into(), error: Box::new(error) })
+            }
+            Ok(Err(Refusal::Unreadable(fault))) => {
+                Err(ClientError::UnreadableResponse { server: s.name.clone(), method: method.into(), fault })
             }
             // The sender is dropped only when the session dies.
             Err(_) => Err(lock(&s.state).dead.clone().unwrap_or_else(|| ClientError::ServerExited {
@@ -456,12 +468,24 @@ async fn read_loop(shared: Weak<Shared>, mut frames: Box<dyn FrameSource>) {
         let Some(shared) = shared.upgrade() else { return };
         match item {
             Received::Message(text) => dispatch(&shared, &text),
-            Received::Unreadable(e) => discard(&shared, Discard::Malformed, e.to_string()),
+            Received::Unreadable { error, start } => {
+                let fault = match &error {
+                    FrameError::Line(taskdeck_protocol::framing::FrameError::TooLong { limit }) => {
+                        ResponseFault::TooLarge { limit: *limit }
+                    }
+                    other => ResponseFault::Unreadable { detail: other.to_string() },
+                };
+                unreadable(&shared, &start, fault, error.to_string());
+            }
             Received::Stderr(line) => {
                 lock(&shared.stderr).push(line.clone());
                 shared.handler.on_event(SessionEvent::Stderr(line));
             }
-            Received::Closed { reason } => mark_dead(&shared, with_stderr_tail(&shared, reason)),
+            Received::Closed { reason } => {
+                mark_dead(&shared, with_stderr_tail(&shared, reason));
+                // A peer that stopped reading may live on; nothing can reach it any more.
+                shared.transport.kill();
+            }
         }
     }
     if let Some(shared) = shared.upgrade() {
@@ -506,7 +530,144 @@ fn dispatch(shared: &Shared, text: &str) {
         Ok(Message::Response(r)) => on_response(shared, r),
         Ok(Message::Request(r)) => on_request(shared, r),
         Ok(Message::Notification(n)) => on_notification(shared, n),
-        Err(e) => discard(shared, Discard::Malformed, format!("{e}: {}", truncate(text, 200))),
+        Err(e) => {
+            let detail = format!("{e}: {}", truncate(text, 200));
+            let start = &text[..floor_char_boundary(text, FRAME_START)];
+            unreadable(shared, start, ResponseFault::Unreadable { detail: e.to_string() }, detail);
+        }
+    }
+}
+
+fn floor_char_boundary(s: &str, max: usize) -> usize {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+/// A frame that could not be read as a message. If it was an answer, the request it answered
+/// fails with `fault` instead of waiting for an answer that has come and gone: the one its start
+/// names, or, when the start shows a response without naming the request, every request open.
+fn unreadable(shared: &Shared, start: &str, fault: ResponseFault, detail: String) {
+    let failed: Vec<(RequestId, String, Pending)> = match frame_answers(start) {
+        Answers::Request(id) => lock(&shared.pending).remove(&id).map(|(m, tx)| vec![(id, m, tx)]).unwrap_or_default(),
+        Answers::Unnamed => lock(&shared.pending).drain().map(|(id, (m, tx))| (id, m, tx)).collect(),
+        Answers::Nothing => Vec::new(),
+    };
+    discard(shared, Discard::Malformed, detail);
+    for (id, method, tx) in failed {
+        tracing::warn!(server = %shared.name, %id, %method, %fault, "an answer that could not be read fails its request");
+        let _ = tx.send(Err(Refusal::Unreadable(fault.clone())));
+    }
+}
+
+/// Which request a frame's start shows it answered.
+#[derive(Debug, PartialEq)]
+enum Answers {
+    Request(RequestId),
+    /// A response (it has a `result` or `error`) whose `id` is not in the part read.
+    Unnamed,
+    /// Not a response: not a JSON object, or a notification or request (it has a `method`).
+    Nothing,
+}
+
+/// Reads the top-level members of a JSON object's start, as far as it goes, without parsing
+/// values it does not need: bounded by the text given, whatever the nesting inside.
+fn frame_answers(start: &str) -> Answers {
+    let b = start.as_bytes();
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // The end of the string starting at `i` (a quote), or None if it runs past the text.
+    let string_end = |mut i: usize| -> Option<usize> {
+        i += 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+        None
+    };
+    ws(&mut i);
+    if b.get(i) != Some(&b'{') {
+        return Answers::Nothing;
+    }
+    i += 1;
+    let (mut id, mut response) = (None, false);
+    loop {
+        ws(&mut i);
+        if b.get(i) != Some(&b'"') {
+            break;
+        }
+        let Some(key_end) = string_end(i) else { break };
+        let key = &start[i + 1..key_end - 1];
+        i = key_end;
+        ws(&mut i);
+        if b.get(i) != Some(&b':') {
+            break;
+        }
+        i += 1;
+        ws(&mut i);
+        match key {
+            "method" => return Answers::Nothing,
+            "result" | "error" => response = true,
+            _ => {}
+        }
+        // Skip the value: scalars and strings here; a nested value by depth.
+        let value_start = i;
+        let mut depth = 0usize;
+        let mut complete = false;
+        while i < b.len() {
+            match b[i] {
+                b'"' => match string_end(i) {
+                    Some(e) => i = e,
+                    None => {
+                        i = b.len();
+                        break;
+                    }
+                },
+                b'{' | b'[' => {
+                    depth += 1;
+                    i += 1;
+                }
+                b'}' | b']' if depth > 0 => {
+                    depth -= 1;
+                    i += 1;
+                }
+                b',' | b'}' if depth == 0 => {
+                    complete = true;
+                    break;
+                }
+                _ => i += 1,
+            }
+            if depth == 0 && i > value_start && matches!(b[i - 1], b'"' | b'}' | b']') {
+                complete = i < b.len();
+                break;
+            }
+        }
+        if key == "id" && complete {
+            id = serde_json::from_str::<RequestId>(start[value_start..i].trim()).ok();
+        }
+        if !complete {
+            break;
+        }
+        ws(&mut i);
+        if b.get(i) == Some(&b',') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    match (id, response) {
+        (Some(id), _) => Answers::Request(id),
+        (None, true) => Answers::Unnamed,
+        (None, false) => Answers::Nothing,
     }
 }
 
@@ -543,7 +704,7 @@ fn on_response(shared: &Shared, r: Response) {
     }
     let _ = tx.send(match r {
         Response::Result { result, .. } => Ok(result),
-        Response::Error { error, .. } => Err(error),
+        Response::Error { error, .. } => Err(Refusal::Rpc(error)),
     });
 }
 
@@ -683,5 +844,26 @@ impl Session {
 
     pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, State> {
         lock(&self.shared.state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_frame_is_tied_to_the_request_its_start_names() {
+        let id = |n| Answers::Request(RequestId::Number(n));
+        assert_eq!(frame_answers(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"xx"#), id(7));
+        assert_eq!(frame_answers(r#" { "id" : "task-1" , "result": [[[["#), Answers::Request("task-1".into()));
+        assert_eq!(frame_answers(r#"{"jsonrpc":"2.0","result":{"a":"}"},"id":3}"#), id(3));
+        assert_eq!(frame_answers(r#"{"error":{"code":1,"message":"\"id\":9"},"id":4"#), Answers::Unnamed);
+        assert_eq!(frame_answers(r#"{"jsonrpc":"2.0","result":{"text":"xxxxxxxx"#), Answers::Unnamed);
+        assert_eq!(frame_answers(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"#), Answers::Nothing);
+        assert_eq!(frame_answers(r#"{"id":5,"method":"elicitation/create","params":{"#), Answers::Nothing);
+        assert_eq!(frame_answers("this is not json"), Answers::Nothing);
+        assert_eq!(frame_answers(""), Answers::Nothing);
+        let deep = format!(r#"{{"jsonrpc":"2.0","id":12,"result":{}"#, "[".repeat(100_000));
+        assert_eq!(frame_answers(&deep[..FRAME_START]), id(12));
     }
 }

@@ -60,16 +60,17 @@ impl Session {
             Era::Legacy => {
                 let as_task = self.will_run_as_task(&tool);
                 match self.call_legacy(name, &arguments, opts, as_task).await {
-                    // A server that needs a task but did not say so in its tool list (quirk 4)
-                    // answers a plain call with -32601/-32600 or an isError text naming -32601.
-                    Err(ClientError::Rpc { error, .. })
+                    // A server that needs a task but did not say so in its tool list refuses the
+                    // plain `tools/call` itself with -32601/-32600: nothing ran, so it can be sent
+                    // again as a task. A result, even an error result whose text names -32601,
+                    // means the tool ran: it is never sent twice. (Servers with quirk 4 list such
+                    // tools as `required`, and are sent a task in the first place.)
+                    Err(ClientError::Rpc { error, method, .. })
                         if !as_task
+                            && method == methods::TOOLS_CALL
                             && self.info().tasks
                             && matches!(error.code, codes::METHOD_NOT_FOUND | codes::INVALID_REQUEST) =>
                     {
-                        self.call_legacy(name, &arguments, opts, true).await
-                    }
-                    Ok(Started::Completed(r)) if !as_task && self.info().tasks && says_task_required(&r) => {
                         self.call_legacy(name, &arguments, opts, true).await
                     }
                     other => other,
@@ -150,6 +151,7 @@ impl Session {
                 .map_err(|e| self.invalid(methods::TASKS_GET, e))
                 .and_then(|d| TaskSnapshot::from_modern(d).map_err(|e| self.invalid(methods::TASKS_GET, e)))?,
         };
+        let snapshot = same_task(self, methods::TASKS_GET, task_id, snapshot)?;
         self.lock_state().tracker.record(&snapshot);
         Ok(snapshot)
     }
@@ -214,7 +216,7 @@ impl Session {
             Era::Legacy => {
                 let task: legacy::tasks::Task =
                     serde_json::from_value(result).map_err(|e| self.invalid(methods::TASKS_CANCEL, e))?;
-                let s = TaskSnapshot::from_legacy(task);
+                let s = same_task(self, methods::TASKS_CANCEL, task_id, TaskSnapshot::from_legacy(task))?;
                 self.lock_state().tracker.record(&s);
                 Ok(Some(s))
             }
@@ -233,6 +235,17 @@ fn call_params(name: &str, arguments: &Value, opts: &StartOptions) -> Map<String
     params
 }
 
-fn says_task_required(r: &CallToolResult) -> bool {
-    r.is_error() && r.joined_text().contains("-32601")
+/// Refuses an answer about another task than the one asked about: applied, it would give our
+/// task another one's status.
+fn same_task(session: &Session, method: &str, asked: &str, s: TaskSnapshot) -> Result<TaskSnapshot, ClientError> {
+    if s.task_id == asked {
+        return Ok(s);
+    }
+    tracing::warn!(server = %session.name(), method, asked, answered = %s.task_id, "an answer about another task was refused");
+    Err(ClientError::WrongTask {
+        server: session.name().into(),
+        method: method.into(),
+        asked: asked.into(),
+        answered: s.task_id,
+    })
 }

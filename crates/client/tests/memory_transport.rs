@@ -166,7 +166,11 @@ async fn unreadable_frames_are_discarded_and_stderr_arrives_in_order() {
     let rec = Recorder::new();
     let (session, peer, _seen) = connected(rec.clone()).await;
     peer.deliver(Received::Stderr("first".into())).await;
-    peer.deliver(Received::Unreadable(FrameError::Invalid { detail: "a broken event".into() })).await;
+    peer.deliver(Received::Unreadable {
+        error: FrameError::Invalid { detail: "a broken event".into() },
+        start: String::new(),
+    })
+    .await;
     peer.deliver(Received::Message("{not json".into())).await;
     peer.deliver(Received::Stderr("second".into())).await;
     rec.wait_for(

@@ -7,7 +7,7 @@
 //! (`result_follows`) and whether its question list is the whole truth (`lists_questions`).
 
 use serde_json::Value;
-use taskdeck_client::{ClientError, Question, QuestionKey, TaskSnapshot};
+use taskdeck_client::{ClientError, Question, QuestionKey, ResponseFault, TaskSnapshot};
 use taskdeck_protocol::{ErrorObject, TaskStatus};
 use taskdeck_store::{FailureReason, Progress, TaskError, TaskRecord, Update};
 
@@ -130,7 +130,21 @@ pub(crate) fn error_of(e: &ClientError) -> TaskError {
         ClientError::ServerExited { .. } => {
             TaskError { code: None, message: e.to_string(), reason: Some(FailureReason::Interrupted) }
         }
-        other => TaskError { code: None, message: other.to_string(), reason: None },
+        other => TaskError { code: None, message: other.to_string(), reason: reason_of(other) },
+    }
+}
+
+/// The reason a request that failed without a server's word gives a task.
+fn reason_of(e: &ClientError) -> Option<FailureReason> {
+    match e {
+        ClientError::UnreadableResponse { fault: ResponseFault::TooLarge { .. }, .. } => {
+            Some(FailureReason::ResponseTooLarge)
+        }
+        ClientError::UnreadableResponse { .. }
+        | ClientError::WrongTask { .. }
+        | ClientError::InvalidResponse { .. } => Some(FailureReason::ServerUnreadable),
+        ClientError::Timeout { .. } => Some(FailureReason::ServerUnresponsive),
+        _ => None,
     }
 }
 

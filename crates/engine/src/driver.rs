@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskdeck_client::{Followed, Session, StartOptions, Started, TaskSnapshot};
+use serde_json::Value;
+use taskdeck_client::{Asks, ClientError, Followed, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -17,11 +18,14 @@ use crate::decide::{error_of, failure};
 use crate::error::EngineError;
 use crate::hub::Hub;
 use crate::live::{AnswerMsg, DriverMsg};
+use crate::validate;
 
 enum Step {
     Done,
     /// The session died; follow the task again on the next one.
     Lost,
+    /// Re-attaching failed on a live session; tried again until `poll_give_up` says otherwise.
+    Trouble(ClientError),
 }
 
 pub(crate) async fn drive(hub: Arc<Hub>, id: String, mut rx: mpsc::UnboundedReceiver<DriverMsg>) {
@@ -36,11 +40,14 @@ pub(crate) async fn drive(hub: Arc<Hub>, id: String, mut rx: mpsc::UnboundedRece
 }
 
 async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedReceiver<DriverMsg>) -> Result<(), String> {
+    // Since when re-attaching has failed without a break.
+    let mut troubled_since: Option<Instant> = None;
     loop {
         let rec = hub.gate.get(id).map_err(|e| e.to_string())?;
         if rec.status.is_terminal() {
             return Ok(());
         }
+        hub.live.drives_on(id, &rec.server);
         let Some(server) = hub.servers.get(&rec.server) else {
             // Left pending, not failed: the server may come back with the next config change.
             return Err(format!("server {:?} is not in the config", rec.server));
@@ -61,7 +68,18 @@ async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedRecei
         };
         match step {
             Step::Done => return Ok(()),
-            Step::Lost => tokio::time::sleep(Duration::from_millis(50)).await,
+            Step::Lost => {
+                troubled_since = None;
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Step::Trouble(e) => {
+                let since = *troubled_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= hub.opts.poll_give_up {
+                    cannot_follow(hub, id, &e);
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
         }
     }
 }
@@ -79,7 +97,12 @@ async fn start(
         hub.live.call_started(&rec.server, &rec.id);
     }
     let opts = StartOptions { progress_token: Some(rec.id.clone()), ttl_ms: None };
-    let call = session.start_tool(&rec.tool, rec.arguments.clone(), &opts);
+    let mut arguments = rec.arguments.clone();
+    // The tool was looked up when the task was made, so this is the session's cached list.
+    if let Ok(tool) = session.tool(&rec.tool).await {
+        validate::integers_as_integers(&tool.input_schema, &mut arguments);
+    }
+    let call = session.start_tool(&rec.tool, arguments, &opts);
     tokio::pin!(call);
     // A plain call's question is answered while the call is in flight, and in turn with its
     // result: an answer the server took is recorded before the result it led to.
@@ -159,13 +182,21 @@ async fn attach(
         Err(e) if e.is_server_gone() => Step::Lost,
         Err(e) => {
             tracing::warn!(task = %rec.id, "re-attaching failed, will retry: {e}");
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            Step::Lost
+            Step::Trouble(e)
         }
     }
 }
 
-fn unknown_to_server(hub: &Hub, id: &str, e: &taskdeck_client::ClientError) {
+/// The server's answers about the task cannot be read or used, for good: the task fails with the
+/// reason rather than stay `working` for ever.
+fn cannot_follow(hub: &Hub, id: &str, e: &ClientError) {
+    tracing::warn!(task = %id, "giving up on the task: {e}");
+    let mut error = error_of(e);
+    error.message = format!("Taskdeck could not follow the task: {}", error.message);
+    hub.gate.apply_quietly(id, Update::Failed { error, server_status: None });
+}
+
+fn unknown_to_server(hub: &Hub, id: &str, e: &ClientError) {
     let message = format!("the server no longer knows this task (it may have restarted or expired it): {e}");
     hub.gate.apply_quietly(id, failure(Some(codes::INVALID_PARAMS), message, FailureReason::UnknownToServer));
 }
@@ -181,7 +212,7 @@ async fn follow(
 ) -> Step {
     let id = rec.id.clone();
     let mut follow = session.follow(last, hub.opts.follow());
-    // A poll sent before an answer was delivered may still show the question answered since.
+    // A poll sent before an answer was acknowledged may still show the question answered since.
     let mut answered_at: Option<Instant> = None;
     loop {
         let rec = match hub.gate.get(&id) {
@@ -193,8 +224,12 @@ async fn follow(
                 Some(DriverMsg::Snapshot(s)) => hub.report(&rec, &s),
                 Some(DriverMsg::Question(q)) => hub.record_question(&id, &rec.server, *q),
                 Some(DriverMsg::Answer(a)) => {
-                    answered_at = Some(Instant::now());
                     answer(hub, session, &rec, *a).await;
+                    // Taken once the server has acknowledged the answer, not before it was sent: a
+                    // poll the follow sent while the answer was on its way (reading a large
+                    // question back from the store takes a while) may still list the question,
+                    // and applied after the answer it would ask it again.
+                    answered_at = Some(Instant::now());
                 }
                 Some(DriverMsg::Wake) => {}
                 None => return Step::Done,
@@ -212,6 +247,10 @@ async fn follow(
                     return Step::Done;
                 }
                 Some(Followed::Lost(_)) => return Step::Lost,
+                Some(Followed::Failed(e)) => {
+                    cannot_follow(hub, &id, &e);
+                    return Step::Done;
+                }
                 // Followed to its end, yet the store is not terminal (the write failed): look again.
                 None => return Step::Lost,
             },
@@ -235,9 +274,21 @@ async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, a: AnswerMsg) {
             };
             return Err(EngineError::from(e));
         }
-        session.answer(&a.key, now.remote_task_id.as_deref(), &a.response).await?;
+        let mut response = a.response.clone();
+        // Integral floats go out as integers where the form says integer, as arguments do.
+        if let Some(Asks::Form { schema, .. }) = now.question.as_ref().map(|q| &q.asks)
+            && let Some(content) = response.content.take()
+        {
+            let mut content = Value::Object(content);
+            validate::integers_as_integers(schema, &mut content);
+            response.content = match content {
+                Value::Object(c) => Some(c),
+                _ => None,
+            };
+        }
+        session.answer(&a.key, now.remote_task_id.as_deref(), &response).await?;
         hub.live.close_question(&rec.id);
-        let response = serde_json::to_value(&a.response).unwrap_or_default();
+        let response = serde_json::to_value(&response).unwrap_or_default();
         hub.gate.apply(&rec.id, Update::Answer(Answer { key: a.key.to_text(), response }))
     }
     .await;

@@ -144,7 +144,9 @@ impl From<&ClientError> for ErrorCode {
             | ClientError::Handshake { .. }
             | ClientError::Unsupported { .. }
             | ClientError::NoSuchQuestion { .. }
-            | ClientError::TooLarge { .. } => ErrorCode::Server,
+            | ClientError::TooLarge { .. }
+            | ClientError::UnreadableResponse { .. }
+            | ClientError::WrongTask { .. } => ErrorCode::Server,
         }
     }
 }

@@ -126,9 +126,9 @@ impl Hub {
                 self.routed(server, routed);
             }
             SessionEvent::Progress { token, progress, total, message } => {
-                // The progress token is the local task id.
+                // The progress token is the local task id; only the task's own server may move it.
                 if let Some(id) = token.as_str()
-                    && self.live.is_driven(id)
+                    && self.live.is_driven_on(id, server)
                 {
                     self.gate.defer_progress(id, Progress { progress, total, message });
                 }

@@ -73,6 +73,8 @@ struct State {
     early: VecDeque<Early>,
     /// Tasks whose driver stopped without an end, and why (the server is unavailable).
     stalled: HashMap<String, String>,
+    /// The server each driven task runs on: only that server's progress is the task's.
+    server_of: HashMap<String, String>,
 }
 
 #[derive(Default)]
@@ -99,6 +101,7 @@ impl Live {
     pub fn driver_ended(&self, id: &str, stalled: Option<String>) {
         let mut live = lock(&self.0);
         live.drivers.remove(id);
+        live.server_of.remove(id);
         if let Some(reason) = stalled {
             live.stalled.insert(id.to_owned(), reason);
         }
@@ -106,7 +109,17 @@ impl Live {
 
     /// Drops every driver's queue, which stops them.
     pub fn clear_drivers(&self) {
-        lock(&self.0).drivers.clear();
+        let mut live = lock(&self.0);
+        live.drivers.clear();
+        live.server_of.clear();
+    }
+
+    /// The driver of `id` drives it on `server` (the task's record says which).
+    pub fn drives_on(&self, id: &str, server: &str) {
+        let mut live = lock(&self.0);
+        if live.drivers.contains_key(id) {
+            live.server_of.insert(id.to_owned(), server.to_owned());
+        }
     }
 
     /// Hands a message to the task's driver; gives it back when there is none.
@@ -154,9 +167,11 @@ impl Live {
         lock(&self.0).questions.retain(|_, l| &l.key != key);
     }
 
-    /// Whether progress for this local id has a driver to follow it.
-    pub fn is_driven(&self, id: &str) -> bool {
-        lock(&self.0).drivers.contains_key(id)
+    /// Whether progress for this local id, sent by `server`, has a driver to follow it: a
+    /// progress token is the local task id, and another server that names it is not its server.
+    pub fn is_driven_on(&self, id: &str, server: &str) -> bool {
+        let live = lock(&self.0);
+        live.drivers.contains_key(id) && live.server_of.get(id).is_some_and(|s| s == server)
     }
 
     fn local_for_remote(live: &State, server: &str, remote: &str) -> Option<String> {
@@ -360,6 +375,18 @@ mod tests {
         );
         live.call_started("s", "call-2");
         assert!(matches!(live.route_question("s", question(None, 4)).as_slice(), [Routed::Orphan(_)]));
+    }
+
+    #[test]
+    fn progress_is_the_tasks_only_from_the_server_it_runs_on() {
+        let live = Live::default();
+        let _rx = live.add_driver("local").unwrap();
+        assert!(!live.is_driven_on("local", "s"), "not before the driver says where");
+        live.drives_on("local", "s");
+        assert!(live.is_driven_on("local", "s"));
+        assert!(!live.is_driven_on("local", "other"), "another server naming our token");
+        live.driver_ended("local", None);
+        assert!(!live.is_driven_on("local", "s"));
     }
 
     #[test]

@@ -19,6 +19,10 @@ pub struct EngineOptions {
     pub progress_flush: Duration,
     /// How long `answer` waits for a legacy server to ask its question again after a restart.
     pub question_wait: Duration,
+    /// How long a task's polls (or re-attaching) may fail without a break before the task fails
+    /// with the reason: a server that cannot be read or does not answer must not keep a task
+    /// `working` for ever.
+    pub poll_give_up: Duration,
 }
 
 impl Default for EngineOptions {
@@ -30,6 +34,7 @@ impl Default for EngineOptions {
             max_poll: Duration::from_secs(5),
             progress_flush: Duration::from_millis(100),
             question_wait: Duration::from_secs(30),
+            poll_give_up: Duration::from_secs(120),
         }
     }
 }
@@ -38,6 +43,11 @@ impl EngineOptions {
     /// The polling policy a driver hands the client: the server's interval within our bounds,
     /// once a second while it has not given one.
     pub(crate) fn follow(&self) -> FollowOptions {
-        FollowOptions { min_poll: self.min_poll, max_poll: self.max_poll, default_poll: Duration::from_secs(1) }
+        FollowOptions {
+            min_poll: self.min_poll,
+            max_poll: self.max_poll,
+            default_poll: Duration::from_secs(1),
+            give_up: self.poll_give_up,
+        }
     }
 }

@@ -46,6 +46,65 @@ impl Schemas {
     }
 }
 
+/// Writes every integral number where `schema` says `integer` as an integer (`60000.0` as `60000`),
+/// as the SDKs read such a value: JSON Schema counts it an integer, and a server that decodes it
+/// into an integer type would refuse the float. Follows the schema's `properties`,
+/// `additionalProperties`, `items`, `prefixItems` and `allOf`/`anyOf`/`oneOf`; a number with a
+/// fraction, or outside what an integer holds, is left for the server to judge.
+pub fn integers_as_integers(schema: &Value, value: &mut Value) {
+    let Some(schema) = schema.as_object() else { return };
+    for key in ["allOf", "anyOf", "oneOf"] {
+        for sub in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+            integers_as_integers(sub, value);
+        }
+    }
+    match value {
+        Value::Number(n) if says_integer(schema.get("type")) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0)
+                && f >= i64::MIN as f64
+                && f < i64::MAX as f64
+            {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Object(fields) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            for (name, field) in fields.iter_mut() {
+                if let Some(sub) = properties.and_then(|p| p.get(name)).or(additional) {
+                    integers_as_integers(sub, field);
+                }
+            }
+        }
+        Value::Array(items) => {
+            let prefix = schema.get("prefixItems").and_then(Value::as_array);
+            let rest = schema.get("items");
+            for (i, item) in items.iter_mut().enumerate() {
+                let sub = prefix.and_then(|p| p.get(i)).or(rest);
+                match sub {
+                    // Before 2020-12, an array of `items` is the tuple form.
+                    Some(Value::Array(tuple)) => {
+                        if let Some(sub) = tuple.get(i) {
+                            integers_as_integers(sub, item);
+                        }
+                    }
+                    Some(sub) => integers_as_integers(sub, item),
+                    None => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn says_integer(ty: Option<&Value>) -> bool {
+    match ty {
+        Some(Value::String(t)) => t == "integer",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "integer"),
+        _ => false,
+    }
+}
+
 fn first_error(validator: &Validator, value: &Value) -> Result<(), (String, String)> {
     match validator.iter_errors(value).next() {
         None => Ok(()),
@@ -75,6 +134,30 @@ mod tests {
         assert!(msg.contains("minimum") || msg.contains("less than"), "{msg}");
         let (path, _) = check(&schema, &json!({})).unwrap_err();
         assert_eq!(path, "(root)");
+    }
+
+    #[test]
+    fn integral_floats_go_out_as_integers_where_the_schema_says_integer() {
+        let schema = json!({"type": "object", "properties": {
+            "timeout_ms": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "sizes": {"type": "array", "items": {"type": ["integer", "null"]}},
+            "nested": {"type": "object", "additionalProperties": {"type": "integer"}},
+        }});
+        let mut value = json!({
+            "timeout_ms": 60000.0, "ratio": 2.0, "sizes": [1.0, 2.5, null], "nested": {"a": 3.0},
+            "unknown": 4.0,
+        });
+        assert_eq!(check(&schema, &json!({"timeout_ms": 60000.0})), Ok(()), "JSON Schema counts 60000.0 an integer");
+        integers_as_integers(&schema, &mut value);
+        assert_eq!(
+            value.to_string(),
+            json!({"timeout_ms": 60000, "ratio": 2.0, "sizes": [1, 2.5, null], "nested": {"a": 3}, "unknown": 4.0})
+                .to_string()
+        );
+        let mut huge = json!(1e300);
+        integers_as_integers(&json!({"type": "integer"}), &mut huge);
+        assert_eq!(huge, json!(1e300), "left for the server to judge");
     }
 
     #[test]

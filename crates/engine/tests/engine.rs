@@ -226,3 +226,20 @@ async fn messages_and_progress_that_wait_for_a_flush_land_before_the_end() {
     assert_eq!(events.last().map(|e| e.kind), Some(taskdeck_store::EventKind::Result), "{events:#?}");
     engine.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_integral_float_where_the_schema_says_integer_is_sent_as_an_integer() {
+    for era in [Era::Legacy, Era::Modern] {
+        let dir = tempfile::tempdir().unwrap();
+        write_config(dir.path(), &["demo"]);
+        let engine = open(dir.path(), era).await;
+        // The demo server decodes `n` into an integer, as many servers do.
+        let rec = engine.run("demo", "count", json!({"n": 2.0, "delay_ms": 0.0})).await.unwrap();
+        let done = tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.status, TaskStatus::Completed, "{era:?}: {done:#?}");
+        engine.shutdown().await;
+    }
+}

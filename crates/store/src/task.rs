@@ -97,6 +97,16 @@ pub enum FailureReason {
     /// The tool itself reported failure (`isError: true`).
     #[serde(rename = "tool result has isError: true")]
     ToolError,
+    /// The server's answer was longer than the frame limit and could not be read.
+    #[serde(rename = "RESPONSE_TOO_LARGE")]
+    ResponseTooLarge,
+    /// The server's answers could not be read or used (not JSON, not UTF-8, nested too deep,
+    /// about another task, or not the shape asked for), for longer than polling waits.
+    #[serde(rename = "SERVER_UNREADABLE")]
+    ServerUnreadable,
+    /// The server stopped answering the task's polls for longer than polling waits.
+    #[serde(rename = "SERVER_UNRESPONSIVE")]
+    ServerUnresponsive,
     /// Anything else, word for word: a server's `error.data.reason`, or Taskdeck's own prose.
     #[serde(untagged)]
     Other(String),
@@ -110,6 +120,9 @@ impl FailureReason {
             FailureReason::NoResult => "NO_RESULT",
             FailureReason::ServerUnavailable => "SERVER_UNAVAILABLE",
             FailureReason::ToolError => "tool result has isError: true",
+            FailureReason::ResponseTooLarge => "RESPONSE_TOO_LARGE",
+            FailureReason::ServerUnreadable => "SERVER_UNREADABLE",
+            FailureReason::ServerUnresponsive => "SERVER_UNRESPONSIVE",
             FailureReason::Other(s) => s,
         }
     }
@@ -120,10 +133,19 @@ impl From<String> for FailureReason {
     /// written.
     fn from(s: String) -> Self {
         use FailureReason::*;
-        [Interrupted, UnknownToServer, NoResult, ServerUnavailable, ToolError]
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .unwrap_or(Other(s))
+        [
+            Interrupted,
+            UnknownToServer,
+            NoResult,
+            ServerUnavailable,
+            ToolError,
+            ResponseTooLarge,
+            ServerUnreadable,
+            ServerUnresponsive,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
+        .unwrap_or(Other(s))
     }
 }
 

@@ -39,15 +39,21 @@ pub enum Received {
     /// One whole message's text, not yet parsed.
     Message(String),
     /// Something arrived that is not a message the transport can hand on (too long, not text).
-    /// The session reports it as [`SessionEvent::Discarded`](crate::SessionEvent::Discarded).
-    Unreadable(FrameError),
+    /// The session reports it as [`SessionEvent::Discarded`](crate::SessionEvent::Discarded), and
+    /// fails the request it answered: `start` is the frame's first bytes (at most
+    /// [`FRAME_START`]), where a JSON-RPC response names its request.
+    Unreadable { error: FrameError, start: String },
     /// One line of what the peer said about itself outside the protocol (a stdio server's
     /// stderr).
     Stderr(String),
-    /// The peer is gone for good, and why. Requests still open fail with this reason; `Stderr`
-    /// lines may still follow.
+    /// The peer is gone for good, and why: it ended, or it stopped reading what we send. Requests
+    /// still open fail with this reason and the connection is killed; `Stderr` lines may still
+    /// follow.
     Closed { reason: String },
 }
+
+/// How much of an unreadable frame's start a transport keeps for the session to read its id from.
+pub const FRAME_START: usize = 4096;
 
 /// Why a frame could not be handed on as a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,4 +6,4 @@
  * column, the JSON output and the UI read the same words; a server's own reason (say
  * `CRASH_RECOVERY`) is kept exactly as given.
  */
-export type FailureReason = "INTERRUPTED" | "UNKNOWN_TO_SERVER" | "NO_RESULT" | "SERVER_UNAVAILABLE" | "tool result has isError: true" | string;
+export type FailureReason = "INTERRUPTED" | "UNKNOWN_TO_SERVER" | "NO_RESULT" | "SERVER_UNAVAILABLE" | "tool result has isError: true" | "RESPONSE_TOO_LARGE" | "SERVER_UNREADABLE" | "SERVER_UNRESPONSIVE" | string;
