@@ -188,6 +188,8 @@ async fn follow_loop(
     let mut every = opts.every(server_poll);
     // Since when every poll has failed, if the last one did.
     let mut failing_since: Option<Instant> = None;
+    // When a poll first said the task ended while the outstanding tasks/result had not answered.
+    let mut ended_unanswered: Option<Instant> = None;
     loop {
         tokio::select! {
             res = async { call.0.as_mut().expect("guarded").await }, if call.0.is_some() => {
@@ -247,7 +249,17 @@ async fn follow_loop(
                         }
                         if !s.result_follows {
                             send(s, asked_at);
-                        } else if call.0.is_none() {
+                        } else if call.0.is_some() {
+                            // The outstanding tasks/result should bring the result now; a server
+                            // that never answers it must not hold the task: after the settle wait
+                            // the task ends without one, as a task whose result never came.
+                            let since = *ended_unanswered.get_or_insert(asked_at);
+                            if asked_at.duration_since(since) >= SETTLE_WAIT {
+                                tracing::warn!(task = %task_id, "ended, but tasks/result was never answered");
+                                send(TaskSnapshot { result_follows: false, ..s }, asked_at);
+                                return;
+                            }
+                        } else {
                             // Ended while no tasks/result was outstanding (say it errored): fetch
                             // how, once. With one outstanding, its answer is on the way.
                             match session.settle(s).await {

@@ -135,6 +135,17 @@ async fn following_a_task_whose_result_cannot_be_read_ends_with_the_failure() {
 }
 
 #[tokio::test]
+async fn a_task_said_to_have_ended_whose_result_never_comes_ends_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let session =
+        Session::connect(&spec("ended-no-result", &dir.path().join("count")), opts(), Recorder::new()).await.unwrap();
+    let handle = start_task(&session).await;
+    let end = follow_to_the_end(&session, &handle, FOLLOW, Duration::from_secs(20)).await;
+    let Followed::Snapshot { snapshot, .. } = &end else { panic!("{end:?}") };
+    assert!(snapshot.is_final() && snapshot.result.is_none() && snapshot.error.is_none(), "{snapshot:?}");
+}
+
+#[tokio::test]
 async fn polls_that_keep_failing_end_after_the_bound_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
     let session =

@@ -95,8 +95,9 @@ def modern_task(status, extra=None):
     return t
 
 
+# About 220 KB by default: as big as a question a user may still accept gets (the bound is 256 KiB).
 BIG_FORM = {"type": "object", "properties": {
-    "f%d" % i: {"type": "string", "title": "Field %d" % i, "description": "d" * 100} for i in range(int(os.environ.get("FAULT_FIELDS", "20000")))}}
+    "f%d" % i: {"type": "string", "title": "Field %d" % i, "description": "d" * 100} for i in range(int(os.environ.get("FAULT_FIELDS", "1500")))}}
 
 if scenario == "modern-big-question":
     # A modern server whose one question is big; it lists it until its answer arrives.
@@ -200,7 +201,7 @@ for line in sys.stdin:
             tasks["t:q"] = "completed"
             send({"jsonrpc": "2.0", "id": mid, "result": {"task": task("t:q", "working", "2026-01-01T00:00:01Z")}})
     elif method == "tools/call" and (scenario.startswith("result-") or scenario in ("wrong-task", "close-stdin")
-                                     or scenario.startswith("polls-")):
+                                     or scenario.startswith("polls-") or scenario == "ended-no-result"):
         executed("job")
         tid = "t:" + scenario
         tasks[tid] = "working"
@@ -253,6 +254,11 @@ for line in sys.stdin:
     elif method == "tasks/get" and msg["params"]["taskId"] not in tasks and scenario == "close-stdin":
         # A new process: the task went with the old one.
         send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32602, "message": "unknown task"}})
+    elif method == "tasks/get" and scenario == "ended-no-result":
+        # Says the task completed, and never answers the tasks/result that should bring its result.
+        send({"jsonrpc": "2.0", "id": mid, "result": task(msg["params"]["taskId"], "completed", "2026-01-01T00:00:02Z")})
+    elif method == "tasks/result" and scenario == "ended-no-result":
+        pass
     elif method == "tasks/get":
         tid = msg["params"]["taskId"]
         send({"jsonrpc": "2.0", "id": mid, "result": task(tid, tasks.get(tid, "working"), "2026-01-01T00:00:02Z")})
