@@ -9,13 +9,23 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use taskdeck_store::private_fs;
 use tracing::Subscriber;
 use tracing_appender::rolling::{RollingFileAppender, Rotation};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::supervisor::LogLine;
+/// One line of a server's log, in memory, on disk and as the UI shows it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogLine {
+    /// RFC 3339 time the line was read.
+    pub at: String,
+    /// `stderr` for what the server wrote, `taskdeck` for what Taskdeck noted about it.
+    pub source: &'static str,
+    pub text: String,
+}
 
 /// Flushes a log file's queued lines when dropped.
 pub use tracing_appender::non_blocking::WorkerGuard;

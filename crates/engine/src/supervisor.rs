@@ -12,6 +12,7 @@ use taskdeck_protocol::{Era, limits};
 use tokio::sync::{Notify, watch};
 
 use crate::error::{EngineError, Result};
+pub use crate::logs::LogLine;
 use crate::logs::ServerLogFile;
 
 /// Failed starts in a row before a server is left `failed` until someone asks for it again.
@@ -49,16 +50,6 @@ pub struct ServerStatus {
     pub restarts: u32,
     pub last_error: Option<String>,
     pub command: String,
-}
-
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LogLine {
-    /// RFC 3339 time the line was read.
-    pub at: String,
-    /// `stderr` for what the server wrote, `taskdeck` for what Taskdeck noted about it.
-    pub source: &'static str,
-    pub text: String,
 }
 
 /// Receives what a server's sessions report, for the engine to route.
