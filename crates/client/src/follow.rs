@@ -127,21 +127,7 @@ impl Session {
 /// A snapshot for a status known without a fresh one from the server.
 fn synthetic(task_id: &str, status: TaskStatus) -> TaskSnapshot {
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    TaskSnapshot {
-        task_id: task_id.to_owned(),
-        status,
-        status_message: None,
-        created_at: now.clone(),
-        last_updated_at: now,
-        ttl_ms: None,
-        poll_interval_ms: None,
-        progress: None,
-        questions: Vec::new(),
-        lists_questions: false,
-        result: None,
-        error: None,
-        result_follows: false,
-    }
+    TaskSnapshot::bare(task_id, status, &now)
 }
 
 fn with_result(s: TaskSnapshot, status: TaskStatus, result: CallToolResult) -> TaskSnapshot {

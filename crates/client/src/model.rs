@@ -40,6 +40,26 @@ pub struct TaskSnapshot {
 }
 
 impl TaskSnapshot {
+    /// A task in `status` with nothing else said about it, both timestamps `at`: what Taskdeck
+    /// knows of a task without a fresh word from the server.
+    pub fn bare(task_id: &str, status: TaskStatus, at: &str) -> Self {
+        Self {
+            task_id: task_id.to_owned(),
+            status,
+            status_message: None,
+            created_at: at.to_owned(),
+            last_updated_at: at.to_owned(),
+            ttl_ms: None,
+            poll_interval_ms: None,
+            progress: None,
+            questions: Vec::new(),
+            lists_questions: false,
+            result: None,
+            error: None,
+            result_follows: false,
+        }
+    }
+
     pub fn from_legacy(task: legacy::tasks::Task) -> Self {
         Self {
             task_id: task.task_id,

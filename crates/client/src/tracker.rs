@@ -123,21 +123,7 @@ mod tests {
     use super::*;
 
     fn snap(id: &str, status: TaskStatus, at: &str) -> TaskSnapshot {
-        TaskSnapshot {
-            task_id: id.into(),
-            status,
-            status_message: None,
-            created_at: "2026-01-01T00:00:00Z".into(),
-            last_updated_at: at.into(),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            progress: None,
-            questions: vec![],
-            lists_questions: false,
-            result: None,
-            error: None,
-            result_follows: false,
-        }
+        TaskSnapshot { last_updated_at: at.into(), ..TaskSnapshot::bare(id, status, "2026-01-01T00:00:00Z") }
     }
 
     #[test]

@@ -188,19 +188,9 @@ mod tests {
 
     fn snap(status: TaskStatus, message: Option<&str>) -> TaskSnapshot {
         TaskSnapshot {
-            task_id: "r".into(),
-            status,
             status_message: message.map(str::to_owned),
-            created_at: "2026-01-01T00:00:00Z".into(),
             last_updated_at: "2026-01-01T00:00:01Z".into(),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            progress: None,
-            questions: Vec::new(),
-            lists_questions: false,
-            result: None,
-            error: None,
-            result_follows: false,
+            ..TaskSnapshot::bare("r", status, "2026-01-01T00:00:00Z")
         }
     }
 

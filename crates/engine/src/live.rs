@@ -291,21 +291,7 @@ mod tests {
     use taskdeck_protocol::{RequestId, TaskStatus};
 
     fn snapshot(remote: &str, status: TaskStatus) -> Box<TaskSnapshot> {
-        Box::new(TaskSnapshot {
-            task_id: remote.into(),
-            status,
-            status_message: None,
-            created_at: "2026-01-01T00:00:00Z".into(),
-            last_updated_at: "2026-01-01T00:00:00Z".into(),
-            ttl_ms: None,
-            poll_interval_ms: None,
-            progress: None,
-            questions: Vec::new(),
-            lists_questions: false,
-            result: None,
-            error: None,
-            result_follows: false,
-        })
+        Box::new(TaskSnapshot::bare(remote, status, "2026-01-01T00:00:00Z"))
     }
 
     fn question(remote: Option<&str>, n: i64) -> Question {
