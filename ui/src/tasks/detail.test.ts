@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { TaskEvent } from '../lib/types';
 import { eventsCursor, mergeEvents, recordKey } from './detail';
-import { task } from './testing';
+import { task } from '../lib/testing';
 
 function ev(id: number): TaskEvent {
   return { id, task_id: 't1', at: '2025-01-01T00:00:00.000Z', kind: 'status', from_status: null, to_status: null, data: {} };

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { FormModel, Question } from '../lib/types';
 import QuestionForm from './QuestionForm.svelte';
 import TaskDetail from './TaskDetail.svelte';
-import { task } from './testing';
+import { task } from '../lib/testing';
 
 // The demo server's diagnose_incident question, as the engine stores it.
 const form: FormModel = {

@@ -4,7 +4,7 @@
  */
 import { errorText, inApp, listTools } from '../lib/ipc';
 import type { ToolInfo } from '../lib/types';
-import { engine } from '../tasks/store.svelte';
+import { engine } from '../lib/engine.svelte';
 
 export type ToolList = { state: 'loading' } | { state: 'ready'; tools: ToolInfo[] } | { state: 'error'; message: string };
 

@@ -1,4 +1,4 @@
-import type { TaskSummary } from '../lib/types';
+import type { TaskSummary } from './types';
 
 /** A plausible task as the list holds it, for tests; override what the test is about. */
 export function task(over: Partial<TaskSummary> & { id: string }): TaskSummary {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { EngineBatch, LogLine, ServerStatus } from '../lib/types';
-import { engine, EngineStore } from './store.svelte';
+import type { EngineBatch, LogLine, ServerStatus } from './types';
+import { engine, EngineStore } from './engine.svelte';
 import { task } from './testing';
 
 const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({

@@ -3,10 +3,10 @@
  * then patches itself from `engine-batch` events; views read it and never write to it, so what is
  * on screen is always the engine's latest word.
  */
-import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from '../lib/ipc';
-import type { EngineBatch, LogLine, ServerStatus, TaskSummary } from '../lib/types';
-import { nextFrame, type Schedule } from '../lib/paint';
-import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './taskList';
+import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from './ipc';
+import type { EngineBatch, LogLine, ServerStatus, TaskSummary } from './types';
+import { nextFrame, type Schedule } from './paint';
+import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './engineTable';
 
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
 const LOG_LINES = 2000;
