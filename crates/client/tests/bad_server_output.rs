@@ -15,7 +15,9 @@ use taskdeck_protocol::{Era, RequestId, TaskStatus};
 
 fn opts() -> SessionOptions {
     SessionOptions {
-        probe_timeout: Duration::from_millis(500),
+        // Long enough for a slow start of the Python server on a loaded machine: a probe timing out
+        // first would see its late answer discarded as unknown, which the tests count.
+        probe_timeout: Duration::from_secs(3),
         request_timeout: Duration::from_secs(2),
         max_frame: 4096,
         ..Default::default()
