@@ -109,19 +109,35 @@ fn ask_visit(check: &UrlCheck, input: &mut impl BufRead, out: &mut impl Write) -
         } else {
             write!(out, "  > type :decline: ")?;
         }
-        out.flush()?;
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
-            writeln!(out)?;
-            return Ok(Prompted::Leave);
-        }
-        match line.trim() {
-            ":decline" => return Ok(Prompted::Answer(AnswerInput::Decline)),
-            ":cancel" => return Ok(Prompted::Answer(AnswerInput::Cancel)),
-            "" if check.can_open() => return Ok(Prompted::Answer(AnswerInput::Accept(Map::new()))),
-            _ => {}
+        let line = match reply(input, out)? {
+            Reply::Line(line) => line,
+            Reply::Ends(p) => return Ok(p),
+        };
+        if line.trim().is_empty() && check.can_open() {
+            return Ok(Prompted::Answer(AnswerInput::Accept(Map::new())));
         }
     }
+}
+
+/// What one line typed at a prompt says: the input ended, `:decline` or `:cancel` (which end the
+/// question at any prompt), or a line to read as the prompt's answer.
+enum Reply {
+    Ends(Prompted),
+    Line(String),
+}
+
+fn reply(input: &mut impl BufRead, out: &mut impl Write) -> std::io::Result<Reply> {
+    out.flush()?;
+    let mut line = String::new();
+    if input.read_line(&mut line)? == 0 {
+        writeln!(out)?;
+        return Ok(Reply::Ends(Prompted::Leave));
+    }
+    Ok(match line.trim() {
+        ":decline" => Reply::Ends(Prompted::Answer(AnswerInput::Decline)),
+        ":cancel" => Reply::Ends(Prompted::Answer(AnswerInput::Cancel)),
+        _ => Reply::Line(line),
+    })
 }
 
 fn label(f: &Field) -> String {
@@ -275,17 +291,10 @@ pub fn ask(form: &Form, input: &mut impl BufRead, out: &mut impl Write) -> std::
         loop {
             let default = f.default.as_ref().map(|d| format!(" [{d}]")).unwrap_or_default();
             write!(out, "  > {}{default}: ", f.name)?;
-            out.flush()?;
-            let mut line = String::new();
-            if input.read_line(&mut line)? == 0 {
-                writeln!(out)?;
-                return Ok(Prompted::Leave);
-            }
-            match line.trim() {
-                ":decline" => return Ok(Prompted::Answer(AnswerInput::Decline)),
-                ":cancel" => return Ok(Prompted::Answer(AnswerInput::Cancel)),
-                _ => {}
-            }
+            let line = match reply(input, out)? {
+                Reply::Line(line) => line,
+                Reply::Ends(p) => return Ok(p),
+            };
             match parse(f, &line) {
                 Ok(Some(v)) => {
                     content.insert(f.name.clone(), v);
