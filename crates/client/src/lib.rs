@@ -12,6 +12,7 @@
 //!
 //! The session holds no policy about *when* to poll or retry: that is the engine's.
 
+mod endpoint;
 mod error;
 mod follow;
 mod model;
@@ -21,6 +22,7 @@ mod tasks;
 mod tracker;
 pub mod transport;
 
+pub use endpoint::Endpoint;
 pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
 pub use model::{
@@ -29,3 +31,4 @@ pub use model::{
 pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
 pub use tasks::StartOptions;
+pub use transport::http::HttpSpec;

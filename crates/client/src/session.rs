@@ -16,6 +16,7 @@ use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, codes, legacy, met
 use tokio::sync::oneshot;
 
 use crate::ClientError;
+use crate::endpoint::Endpoint;
 use crate::error::ResponseFault;
 use crate::model::{Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, TaskSnapshot};
 use crate::process::ServerSpec;
@@ -154,6 +155,17 @@ impl Session {
         handler: Arc<dyn SessionHandler>,
     ) -> Result<Session, ClientError> {
         let connection = StdioTransport::spawn(spec, opts.max_frame)?;
+        Self::connect_with(connection, opts, handler).await
+    }
+
+    /// Reaches the server wherever it is (a local process, a remote endpoint), detects its era
+    /// and completes the handshake.
+    pub async fn open(
+        endpoint: &Endpoint,
+        opts: SessionOptions,
+        handler: Arc<dyn SessionHandler>,
+    ) -> Result<Session, ClientError> {
+        let connection = endpoint.connect(opts.max_frame)?;
         Self::connect_with(connection, opts, handler).await
     }
 

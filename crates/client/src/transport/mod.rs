@@ -10,6 +10,7 @@
 //! A new transport is a module here that builds a [`Connection`], plus its config; the session
 //! takes it through [`Session::connect_with`](crate::Session::connect_with) unchanged.
 
+pub mod http;
 pub mod stdio;
 
 use std::future::Future;
