@@ -37,16 +37,32 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
 
-    if let Err(source) = MIGRATIONS.to_latest(&mut conn) {
-        // Two processes opening a new file at once both see version 0; the loser's migration fails
-        // on tables the winner just made. That is success if the file is now fully migrated.
-        if user_version(&conn)? != LATEST {
-            return Err(StoreError::Migration { path: path.to_owned(), source });
-        }
-    }
+    migrate(&mut conn, path)?;
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     debug_assert_eq!(app_id, APPLICATION_ID, "the first migration sets the application id");
     Ok(conn)
+}
+
+/// How often a migration that failed is tried again from where the file then is.
+const MIGRATION_ATTEMPTS: u32 = 5;
+
+/// Brings the file to [`LATEST`]. Two processes opening a new file at once both read version 0,
+/// and each step is its own transaction: the loser's step fails on tables the winner just made,
+/// while the winner may still be on a later step. So a failed step is retried from the version
+/// the file has now, and a file some other opener fully migrated is success.
+fn migrate(conn: &mut Connection, path: &Path) -> Result<()> {
+    let mut attempt = 1;
+    loop {
+        let Err(source) = MIGRATIONS.to_latest(conn) else { return Ok(()) };
+        if user_version(conn)? == LATEST {
+            return Ok(());
+        }
+        if attempt == MIGRATION_ATTEMPTS {
+            return Err(StoreError::Migration { path: path.to_owned(), source });
+        }
+        attempt += 1;
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn enable_wal(conn: &Connection, path: &Path) -> Result<()> {
@@ -124,12 +140,17 @@ fn inspect(path: &Path) -> Result<()> {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => not_sqlite(e.to_string()),
         _ => StoreError::Sqlite(e),
     };
-    let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(damaged)?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(damaged)?;
-    let objects: Vec<String> = conn
+    // One read transaction for all three reads: separately, each would see its own snapshot, and a
+    // store another process is creating right now would look like a foreign file (its id read
+    // before the first migration committed, its tables after).
+    let snapshot = conn.unchecked_transaction()?;
+    let app_id: i32 = snapshot.query_row("PRAGMA application_id", [], |r| r.get(0)).map_err(damaged)?;
+    let version: i64 = snapshot.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(damaged)?;
+    let objects: Vec<String> = snapshot
         .prepare("SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
         .map_err(damaged)?;
+    drop(snapshot);
 
     let foreign = |reason: String| StoreError::Foreign { path: path.to_owned(), reason };
     match app_id {
