@@ -127,10 +127,7 @@ impl AppState {
     pub fn start(paths: Paths) -> AppState {
         let (config, config_error) = match Config::load(&paths) {
             Ok(c) => (c, None),
-            Err(e) => (
-                Config { servers: Vec::new(), disabled: Vec::new(), source: Some(paths.config.clone()) },
-                Some(e.to_string()),
-            ),
+            Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
         };
         let opened = tauri::async_runtime::block_on(async {
             let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
@@ -238,6 +235,10 @@ mod tests {
                 restarts: 0,
                 last_error: None,
                 command: String::new(),
+                transport: "stdio".into(),
+                url: None,
+                error: None,
+                notes: Vec::new(),
             },
         });
         let batch = p.take().unwrap();

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskdeck_engine::{
-    AnswerInput, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord,
-    ToolInfo,
+    AnswerInput, Endpoint, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent,
+    TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::question::Asks;
@@ -214,7 +214,15 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
 
 #[tauri::command]
 pub fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    Ok(engine(&state)?.servers())
+    let engine = engine(&state)?;
+    Ok(with_unreadable(engine, engine.servers()))
+}
+
+/// The servers followed by the config entries that could not be read, each with its error, so
+/// that the Servers view lists them where the user looks for the server.
+fn with_unreadable(engine: &Engine, mut servers: Vec<ServerStatus>) -> Vec<ServerStatus> {
+    servers.extend(engine.config().unreadable.iter().map(ServerStatus::unreadable));
+    servers
 }
 
 #[tauri::command]
@@ -229,9 +237,10 @@ pub fn server_log(state: State<'_, AppState>, name: String) -> Result<Vec<LogLin
 
 #[tauri::command]
 pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    let result = engine(&state)?.reload_config().await;
+    let engine = engine(&state)?;
+    let result = engine.reload_config().await;
     *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
-    Ok(result?)
+    Ok(with_unreadable(engine, result?))
 }
 
 /// Opens the config file in the user's editor, writing the current servers to it first when it
@@ -247,8 +256,16 @@ pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<
             .into_iter()
             .map(|s| {
                 let mut entry = Map::new();
-                entry.insert("command".into(), Value::from(s.command));
-                entry.insert("args".into(), Value::from(s.args));
+                match s.endpoint {
+                    Endpoint::Stdio(spec) => {
+                        entry.insert("command".into(), Value::from(spec.command));
+                        entry.insert("args".into(), Value::from(spec.args));
+                    }
+                    // Only the URL: header values were resolved from the environment and may be secrets.
+                    Endpoint::Http(spec) => {
+                        entry.insert("url".into(), Value::from(spec.url));
+                    }
+                }
                 (s.name, Value::Object(entry))
             })
             .collect();

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use taskdeck_client::SessionOptions;
+use taskdeck_client::{FollowOptions, SessionOptions};
 
 use crate::config::Config;
 use crate::gate::lock;
@@ -28,7 +28,7 @@ impl Servers {
         let by_name = config
             .servers
             .iter()
-            .map(|spec| (spec.name.clone(), Server::new(spec.clone(), session.clone(), router.clone(), Some(&log_dir))))
+            .map(|server| (server.name.clone(), Server::new(server.clone(), &session, router.clone(), Some(&log_dir))))
             .collect();
         Servers { set: Mutex::new(ServerSet { config, by_name }), session, router, log_dir }
     }
@@ -47,31 +47,36 @@ impl Servers {
         set.config.servers.iter().filter_map(|s| set.by_name.get(&s.name).cloned()).collect()
     }
 
+    /// How a task of `name` is polled: the engine's policy within the server's own bounds.
+    pub fn follow_options(&self, name: &str, base: FollowOptions) -> FollowOptions {
+        self.get(name).map_or(base, |s| s.config.settings.follow(base))
+    }
+
     /// The pid of the server's process now, if it runs.
     pub fn pid(&self, name: &str) -> Option<u32> {
         self.get(name).and_then(|s| s.current_session()).and_then(|s| s.pid())
     }
 
-    /// Swaps in a new config: unchanged servers are kept as they are. Returns the servers to stop
+    /// Swaps in a new config: unchanged servers (same endpoint, same settings) are kept as they are. Returns the servers to stop
     /// (removed or changed) and the new ones to start (those replacing a running one).
     pub fn replace(&self, config: Config) -> (Vec<Arc<Server>>, Vec<Arc<Server>>) {
         let mut set = lock(&self.set);
         let mut by_name = HashMap::new();
         let mut stopped = Vec::new();
         let mut started = Vec::new();
-        for spec in &config.servers {
-            match set.by_name.remove(&spec.name) {
-                Some(old) if old.spec == *spec => {
-                    by_name.insert(spec.name.clone(), old);
+        for server in &config.servers {
+            match set.by_name.remove(&server.name) {
+                Some(old) if old.config == *server => {
+                    by_name.insert(server.name.clone(), old);
                 }
                 old => {
                     let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
                     stopped.extend(old);
-                    let new = Server::new(spec.clone(), self.session.clone(), self.router.clone(), Some(&self.log_dir));
+                    let new = Server::new(server.clone(), &self.session, self.router.clone(), Some(&self.log_dir));
                     if was_running {
                         started.push(new.clone());
                     }
-                    by_name.insert(spec.name.clone(), new);
+                    by_name.insert(server.name.clone(), new);
                 }
             }
         }
