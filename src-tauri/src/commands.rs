@@ -33,6 +33,9 @@ pub struct AppInfo {
     /// Why the engine did not start at all (for instance another process drives this data dir).
     pub engine_error: Option<String>,
     pub notifications_muted: bool,
+    /// The config entries that could not be read, each with its error (phase `invalid`); every
+    /// other server runs. Apart from the servers list, which holds only servers that can be used.
+    pub unreadable_servers: Vec<ServerStatus>,
 }
 
 /// A failed command, as the webview receives it: act on `code` and the details, show `message`.
@@ -209,20 +212,17 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
         notifications_muted: lock(&state.ui).notifications_muted,
+        unreadable_servers: state
+            .engine
+            .as_ref()
+            .map(|e| e.config().unreadable.iter().map(ServerStatus::unreadable).collect())
+            .unwrap_or_default(),
     })
 }
 
 #[tauri::command]
 pub fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    let engine = engine(&state)?;
-    Ok(with_unreadable(engine, engine.servers()))
-}
-
-/// The servers followed by the config entries that could not be read, each with its error, so
-/// that the Servers view lists them where the user looks for the server.
-fn with_unreadable(engine: &Engine, mut servers: Vec<ServerStatus>) -> Vec<ServerStatus> {
-    servers.extend(engine.config().unreadable.iter().map(ServerStatus::unreadable));
-    servers
+    Ok(engine(&state)?.servers())
 }
 
 #[tauri::command]
@@ -237,10 +237,9 @@ pub fn server_log(state: State<'_, AppState>, name: String) -> Result<Vec<LogLin
 
 #[tauri::command]
 pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    let engine = engine(&state)?;
-    let result = engine.reload_config().await;
+    let result = engine(&state)?.reload_config().await;
     *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
-    Ok(with_unreadable(engine, result?))
+    Ok(result?)
 }
 
 /// Opens the config file in the user's editor, writing the current servers to it first when it
