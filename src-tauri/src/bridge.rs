@@ -6,9 +6,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
-use taskdeck_engine::config::{Config, Paths};
+use taskdeck_engine::config::{Config, ConfigStamp, Paths, next_config_change};
 use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, ServerStatus, TaskRecord};
-use tauri::{AppHandle, Emitter};
+use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
@@ -16,6 +16,12 @@ use crate::commands::TaskSummary;
 
 /// The event the webview patches its stores from.
 pub const BATCH_EVENT: &str = "engine-batch";
+/// The event that says the config file changed and was applied (or refused): its payload is the
+/// servers now, and `app_info` has the config's error and its unreadable entries.
+pub const CONFIG_EVENT: &str = "config-reloaded";
+/// How often the config file is looked at, and how long it must hold still before it is applied.
+const CONFIG_POLL: Duration = Duration::from_millis(500);
+const CONFIG_SETTLE: Duration = Duration::from_millis(300);
 /// One frame at 60 Hz: the UI cannot show changes faster than it paints them.
 const FRAME: Duration = Duration::from_millis(16);
 /// Log lines kept in one batch; a server flooding stderr must not flood the webview.
@@ -187,6 +193,27 @@ pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskReco
             if let Some(batch) = pending.take() {
                 let _ = app.emit(BATCH_EVENT, batch);
             }
+        }
+    });
+}
+
+/// Applies each saved edit of the config file as the Reload button does, so that the user need not
+/// press it. A broken edit changes nothing (the servers keep running) and its error is shown;
+/// the next good save clears it. Runs for the life of the app.
+pub fn watch_config(app: AppHandle, engine: Engine) {
+    tauri::async_runtime::spawn(async move {
+        let path = engine.paths().config.clone();
+        let mut applied = ConfigStamp::of(&path);
+        loop {
+            applied = next_config_change(&path, &applied, CONFIG_POLL, CONFIG_SETTLE).await;
+            let result = engine.reload_config().await;
+            match &result {
+                Ok(_) => tracing::info!(config = %path.display(), "the config changed and was applied"),
+                Err(e) => tracing::warn!(config = %path.display(), "the config changed and was refused: {e}"),
+            }
+            let state = app.state::<AppState>();
+            *state.config_error.lock().unwrap_or_else(|p| p.into_inner()) = result.err().map(|e| e.to_string());
+            let _ = app.emit(CONFIG_EVENT, engine.servers());
         }
     });
 }

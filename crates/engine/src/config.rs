@@ -691,6 +691,59 @@ fn parse_env_file(text: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(vars)
 }
 
+/// What the config file holds now, to be compared with what it held: the watcher reloads when it
+/// changes. By content, not modification time, so that a save that changes nothing (or a clock
+/// that steps back) never restarts a server, and two saves within a timestamp's grain are seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigStamp {
+    Missing,
+    Unreadable(String),
+    Text(u64),
+}
+
+impl ConfigStamp {
+    pub fn of(path: &Path) -> ConfigStamp {
+        use std::hash::{Hash, Hasher};
+        match read_limited(path) {
+            Ok(text) => {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                text.hash(&mut h);
+                ConfigStamp::Text(h.finish())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => ConfigStamp::Missing,
+            Err(e) => ConfigStamp::Unreadable(e.to_string()),
+        }
+    }
+}
+
+/// Waits until the config file differs from `last` and then holds still for `settle` (an editor
+/// saves in steps: truncate, write, rename), looking every `every`. Returns what it holds then.
+pub async fn next_config_change(path: &Path, last: &ConfigStamp, every: Duration, settle: Duration) -> ConfigStamp {
+    let stamp = |p: PathBuf| async move {
+        tokio::task::spawn_blocking(move || ConfigStamp::of(&p))
+            .await
+            .unwrap_or_else(|e| ConfigStamp::Unreadable(e.to_string()))
+    };
+    loop {
+        tokio::time::sleep(every).await;
+        let mut seen = stamp(path.to_owned()).await;
+        if seen == *last {
+            continue;
+        }
+        loop {
+            tokio::time::sleep(settle).await;
+            let now = stamp(path.to_owned()).await;
+            if now == seen {
+                break;
+            }
+            seen = now;
+        }
+        if seen != *last {
+            return seen;
+        }
+    }
+}
+
 /// The config file's text: refused unread when it is not a regular file (a named pipe would block
 /// the read forever, a device never end it) and when it is over [`MAX_CONFIG_BYTES`], however it
 /// grows while being read.
@@ -1082,6 +1135,35 @@ mod tests {
         assert!(stdio(&c.servers[0]).inherit_env);
         assert!(!stdio(&c.servers[1]).inherit_env);
         assert!(entry_error(r#"{"mcpServers": {"a": {"command": "a", "inheritEnv": 1}}}"#).contains("inheritEnv"));
+    }
+
+    #[tokio::test]
+    async fn a_config_change_is_reported_once_the_file_holds_still() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("servers.json");
+        let last = ConfigStamp::of(&file);
+        assert_eq!(last, ConfigStamp::Missing);
+        let (every, settle) = (Duration::from_millis(20), Duration::from_millis(300));
+        let writer = {
+            let file = file.clone();
+            tokio::spawn(async move {
+                // Three quick saves: only what the file holds after the last one counts.
+                for text in ["{", r#"{"mcpServers": {}"#, r#"{"mcpServers": {}}"#] {
+                    std::fs::write(&file, text).unwrap();
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                }
+            })
+        };
+        let changed = tokio::time::timeout(Duration::from_secs(10), next_config_change(&file, &last, every, settle))
+            .await
+            .unwrap();
+        writer.await.unwrap();
+        assert_eq!(changed, ConfigStamp::of(&file), "the last save, not a step on the way");
+        // Written again with the same text: no change to report.
+        std::fs::write(&file, r#"{"mcpServers": {}}"#).unwrap();
+        let again =
+            tokio::time::timeout(Duration::from_millis(800), next_config_change(&file, &changed, every, settle));
+        assert!(again.await.is_err(), "the same text is no change");
     }
 
     fn load(config: PathBuf) -> Result<Config, ConfigError> {
