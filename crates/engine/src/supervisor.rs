@@ -347,11 +347,15 @@ impl Server {
                     );
                 }
                 Err(e) => {
-                    // What cannot be done at all is not retried: trying again changes nothing.
-                    failures =
-                        if matches!(e, ClientError::Unsupported { .. }) { MAX_START_FAILURES } else { failures + 1 };
                     self.set_last_error(e.to_string());
-                    self.note("taskdeck", format!("start failed ({failures}/{MAX_START_FAILURES}): {e}"));
+                    // What cannot be done at all is not retried: trying again changes nothing.
+                    if matches!(e, ClientError::Unsupported { .. }) {
+                        failures = MAX_START_FAILURES;
+                        self.note("taskdeck", format!("start failed, not retried: {e}"));
+                    } else {
+                        failures += 1;
+                        self.note("taskdeck", format!("start failed ({failures}/{MAX_START_FAILURES}): {e}"));
+                    }
                     if failures >= MAX_START_FAILURES {
                         self.set_phase(ServerPhase::Failed);
                         self.wake.notified().await;
