@@ -39,12 +39,13 @@ export HOME="$WORK/home" MCP_CATALOG_PATH="$WORK/home/mcp.json" RUST_LOG=warn
 mkdir -p "$HOME"
 
 # One config per client, each with a fresh demo-server state directory, so no client inherits
-# another's task table.
+# another's task table. A third argument pins the server's era (the entry's "era" setting).
 config() {
-  local dir="$WORK/$1" POLL_MS=${2:-250}
+  local dir="$WORK/$1" POLL_MS=${2:-250} era=""
+  [ -n "${3:-}" ] && era=$(printf ', "era": "%s"' "$3")
   mkdir -p "$dir/state" "$dir/data"
-  printf '{"mcpServers": {"demo": {"command": "%s", "args": ["--state", "%s", "--poll-interval-ms", "%s"]}}}\n' \
-    "$BIN/taskdeck-demo-server" "$dir/state" "$POLL_MS" > "$dir/servers.json"
+  printf '{"mcpServers": {"demo": {"command": "%s", "args": ["--state", "%s", "--poll-interval-ms", "%s"]%s}}}\n' \
+    "$BIN/taskdeck-demo-server" "$dir/state" "$POLL_MS" "$era" > "$dir/servers.json"
   echo "$dir"
 }
 
@@ -63,8 +64,8 @@ lifecycles() {
       n=$TASKS
       [ "$era" = legacy ] && n=$LEGACY_TASKS
       step "$name / $era engine, round $r: taskdeck-cli bench, $n lifecycles at $CONC concurrent"
-      d=$(config "$name-$era-engine-r$r" "$POLL_MS")
-      TASKDECK_FORCE_ERA=$era "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
+      d=$(config "$name-$era-engine-r$r" "$POLL_MS" "$era")
+      "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
         --args "$args" --tasks "$n" --concurrency "$CONC" --json > "$OUT/$name-$era-engine-r$r.json"
 
       step "$name / $era bare client, round $r: taskdeck-bench bare, same workload, no store"

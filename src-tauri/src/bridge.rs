@@ -6,9 +6,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
-use taskdeck_engine::config::{Config, Paths};
+use taskdeck_engine::config::{Config, ConfigStamp, Paths, next_config_change};
 use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, ServerStatus, TaskRecord};
-use tauri::{AppHandle, Emitter};
+use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
@@ -16,6 +16,12 @@ use crate::commands::TaskSummary;
 
 /// The event the webview patches its stores from.
 pub const BATCH_EVENT: &str = "engine-batch";
+/// The event that says the config file changed and was applied (or refused): its payload is the
+/// servers now, and `app_info` has the config's error and its unreadable entries.
+pub const CONFIG_EVENT: &str = "config-reloaded";
+/// How often the config file is looked at, and how long it must hold still before it is applied.
+const CONFIG_POLL: Duration = Duration::from_millis(500);
+const CONFIG_SETTLE: Duration = Duration::from_millis(300);
 /// One frame at 60 Hz: the UI cannot show changes faster than it paints them.
 const FRAME: Duration = Duration::from_millis(16);
 /// Log lines kept in one batch; a server flooding stderr must not flood the webview.
@@ -127,10 +133,7 @@ impl AppState {
     pub fn start(paths: Paths) -> AppState {
         let (config, config_error) = match Config::load(&paths) {
             Ok(c) => (c, None),
-            Err(e) => (
-                Config { servers: Vec::new(), disabled: Vec::new(), source: Some(paths.config.clone()) },
-                Some(e.to_string()),
-            ),
+            Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
         };
         let opened = tauri::async_runtime::block_on(async {
             let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
@@ -194,6 +197,27 @@ pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskReco
     });
 }
 
+/// Applies each saved edit of the config file as the Reload button does, so that the user need not
+/// press it. A broken edit changes nothing (the servers keep running) and its error is shown;
+/// the next good save clears it. Runs for the life of the app.
+pub fn watch_config(app: AppHandle, engine: Engine) {
+    tauri::async_runtime::spawn(async move {
+        let path = engine.paths().config.clone();
+        let mut applied = ConfigStamp::of(&path);
+        loop {
+            applied = next_config_change(&path, &applied, CONFIG_POLL, CONFIG_SETTLE).await;
+            let result = engine.reload_config().await;
+            match &result {
+                Ok(_) => tracing::info!(config = %path.display(), "the config changed and was applied"),
+                Err(e) => tracing::warn!(config = %path.display(), "the config changed and was refused: {e}"),
+            }
+            let state = app.state::<AppState>();
+            *state.config_error.lock().unwrap_or_else(|p| p.into_inner()) = result.err().map(|e| e.to_string());
+            let _ = app.emit(CONFIG_EVENT, engine.servers());
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +262,10 @@ mod tests {
                 restarts: 0,
                 last_error: None,
                 command: String::new(),
+                transport: "stdio".into(),
+                url: None,
+                error: None,
+                notes: Vec::new(),
             },
         });
         let batch = p.take().unwrap();

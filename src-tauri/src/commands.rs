@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskdeck_engine::{
-    AnswerInput, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent, TaskRecord,
-    ToolInfo,
+    AnswerInput, Endpoint, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent,
+    TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::question::Asks;
@@ -33,6 +33,9 @@ pub struct AppInfo {
     /// Why the engine did not start at all (for instance another process drives this data dir).
     pub engine_error: Option<String>,
     pub notifications_muted: bool,
+    /// The config entries that could not be read, each with its error (phase `invalid`); every
+    /// other server runs. Apart from the servers list, which holds only servers that can be used.
+    pub unreadable_servers: Vec<ServerStatus>,
 }
 
 /// A failed command, as the webview receives it: act on `code` and the details, show `message`.
@@ -209,6 +212,11 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
         notifications_muted: lock(&state.ui).notifications_muted,
+        unreadable_servers: state
+            .engine
+            .as_ref()
+            .map(|e| e.config().unreadable.iter().map(ServerStatus::unreadable).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -247,8 +255,16 @@ pub fn edit_config(app: tauri::AppHandle, state: State<'_, AppState>) -> Result<
             .into_iter()
             .map(|s| {
                 let mut entry = Map::new();
-                entry.insert("command".into(), Value::from(s.command));
-                entry.insert("args".into(), Value::from(s.args));
+                match s.endpoint {
+                    Endpoint::Stdio(spec) => {
+                        entry.insert("command".into(), Value::from(spec.command));
+                        entry.insert("args".into(), Value::from(spec.args));
+                    }
+                    // Only the URL: header values were resolved from the environment and may be secrets.
+                    Endpoint::Http(spec) => {
+                        entry.insert("url".into(), Value::from(spec.url));
+                    }
+                }
                 (s.name, Value::Object(entry))
             })
             .collect();

@@ -56,6 +56,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             notify::start(&handle);
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
+                bridge::watch_config(handle.clone(), engine.clone());
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
             }
             Ok(())

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use taskdeck_client::{
-    ServerSpec, Session, SessionEvent, SessionHandler, SessionOptions, StartOptions, Started, TaskSnapshot,
+    Endpoint, Session, SessionEvent, SessionHandler, SessionOptions, StartOptions, Started, TaskSnapshot,
 };
 use taskdeck_protocol::Era;
 use taskdeck_store::TaskStatus;
@@ -15,12 +15,12 @@ use taskdeck_store::TaskStatus;
 use crate::stats;
 
 pub struct Args {
-    pub server: ServerSpec,
+    pub server: Endpoint,
     pub tool: String,
     pub arguments: Value,
     pub tasks: usize,
     pub concurrency: usize,
-    /// Forces the era, as `TASKDECK_FORCE_ERA` does for the engine; detected when `None`.
+    /// Pins the era, as a config entry's `"era"` does for the engine; detected when `None`.
     pub era: Option<Era>,
 }
 
@@ -81,9 +81,9 @@ async fn lifecycle(session: &Session, tool: &str, arguments: &Value, n: usize) -
 pub async fn run(args: Args) -> Result<Value, String> {
     let opts = SessionOptions { force_era: args.era, ..Default::default() };
     let progress = Arc::new(CountProgress::default());
-    let session = Session::connect(&args.server, opts, progress.clone())
+    let session = Session::open(&args.server, opts, progress.clone())
         .await
-        .map_err(|e| format!("connecting to {}: {e}", args.server.name))?;
+        .map_err(|e| format!("connecting to {}: {e}", args.server.name()))?;
     // Listing once up front keeps the tool lookup out of the first timed calls, as the engine's
     // server is also connected and listed before its clock starts.
     session.tool(&args.tool).await.map_err(|e| e.to_string())?;

@@ -73,13 +73,15 @@ fn main() -> ExitCode {
             What::Bare { config, server, tool, args, tasks, concurrency, era } => {
                 let arguments = serde_json::from_str(&args).map_err(|e| format!("--args: {e}"))?;
                 let paths = Paths { config: config.clone(), data_dir: std::env::temp_dir() };
-                let spec = Config::load(&paths)
+                let found = Config::load(&paths)
                     .map_err(|e| e.to_string())?
                     .servers
                     .into_iter()
                     .find(|s| s.name == server)
                     .ok_or_else(|| format!("{}: no server {server:?}", config.display()))?;
-                bare::run(bare::Args { server: spec, tool, arguments, tasks, concurrency, era }).await
+                // `--era` wins over the entry's own, as the benchmark's rows say which era ran.
+                let era = era.or(found.settings.era);
+                bare::run(bare::Args { server: found.endpoint, tool, arguments, tasks, concurrency, era }).await
             }
             What::Progress { tasks, updates_single, updates_engine } => tokio::task::spawn_blocking(move || {
                 progress::run(progress::Args { tasks, updates_single, updates_engine })

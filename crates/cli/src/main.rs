@@ -17,16 +17,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::{Map, Value};
 use taskdeck_engine::config::{Config, Paths};
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, TaskRecord};
-use taskdeck_protocol::Era;
+use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, ServerStatus, TaskRecord};
 use taskdeck_store::{Store, StoreError};
 
 use crate::args::{Cli, Command};
-use crate::error::{CliError, EXIT_COMPLETED, EXIT_FAILED, Result};
+use crate::error::{CliError, EXIT_COMPLETED, EXIT_FAILED, EXIT_USAGE, Result};
 use crate::follow::{Follow, waiting};
 
-/// Not part of the interface: lets tests hold a dual-era server to the legacy era.
-const FORCE_ERA_ENV: &str = "TASKDECK_FORCE_ERA";
 use taskdeck_engine::logs::{LOG_ENV, WorkerGuard};
 
 fn main() -> ExitCode {
@@ -132,7 +129,10 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             // another Taskdeck or start servers.
             let prepared = Prepared::of(&command)?;
             let config = Config::load(&paths).map_err(|e| CliError::usage(e.to_string()))?;
-            let engine = Engine::open_with_config(paths, engine_options()?, config).await?;
+            if let Some(bad) = named_server(&command).and_then(|name| config.unreadable_entry(name)) {
+                return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
+            }
+            let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await?;
             let outcome = with_engine(&engine, command, prepared, invocation).await;
             engine.shutdown().await;
             outcome
@@ -182,26 +182,31 @@ fn json_object(flag: &str, text: Option<&str>) -> Result<Value> {
     }
 }
 
-fn engine_options() -> Result<EngineOptions> {
-    let mut opts = EngineOptions::default();
-    if let Some(era) = std::env::var(FORCE_ERA_ENV).ok().filter(|v| !v.is_empty()) {
-        let era: Era = era.parse().map_err(|e| CliError::usage(format!("{FORCE_ERA_ENV}: {e}")))?;
-        opts.session.force_era = Some(era);
+/// The server a command is aimed at, if it names one.
+fn named_server(command: &Command) -> Option<&str> {
+    match command {
+        Command::Tools { server, .. } | Command::Run { server, .. } | Command::Bench { server, .. } => Some(server),
+        _ => None,
     }
-    Ok(opts)
 }
 
 async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
     let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
     match command {
         Command::Servers { json } => {
-            let servers = engine.start_servers().await;
+            let mut servers = engine.start_servers().await;
+            // The entries that could not be read are listed too, and make the exit a config error.
+            let unreadable = engine.config().unreadable;
+            servers.extend(unreadable.iter().map(ServerStatus::unreadable));
             if json {
                 output::print_json(&servers);
             } else {
                 terminal::out(&output::servers_table(&servers));
             }
-            Ok(EXIT_COMPLETED)
+            for line in output::server_problems(&servers) {
+                eprintln!("{line}");
+            }
+            Ok(if unreadable.is_empty() { EXIT_COMPLETED } else { EXIT_USAGE })
         }
         Command::Tools { server, json } => {
             let tools = engine.tools(&server).await?;

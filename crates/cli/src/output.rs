@@ -91,6 +91,7 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
         .iter()
         .map(|s| {
             let state = match &s.last_error {
+                _ if s.error.is_some() => format!("{} (see below)", phase(s)),
                 Some(e) if s.era.is_none() => format!("{} ({})", phase(s), one_line(e, 60)),
                 _ => phase(s),
             };
@@ -100,10 +101,19 @@ pub fn servers_table(servers: &[ServerStatus]) -> String {
                 opt(s.protocol_version.clone()),
                 s.tasks.map(|t| if t { "yes" } else { "no" }.to_owned()).unwrap_or_else(|| "-".into()),
                 state,
+                s.transport.clone(),
             ]
         })
         .collect();
-    table(&["NAME", "ERA", "PROTOCOL", "TASKS", "STATE"], &rows)
+    table(&["NAME", "ERA", "PROTOCOL", "TASKS", "STATE", "TRANSPORT"], &rows)
+}
+
+/// For stderr, after the table: each entry that could not be read with its error, then what of
+/// the readable ones was ignored.
+pub fn server_problems(servers: &[ServerStatus]) -> Vec<String> {
+    let errors = servers.iter().filter_map(|s| s.error.as_ref().map(|e| format!("{}: cannot be read: {e}", s.name)));
+    let notes = servers.iter().flat_map(|s| s.notes.iter().map(|n| format!("note: {n}")));
+    errors.chain(notes).collect()
 }
 
 fn phase(s: &ServerStatus) -> String {

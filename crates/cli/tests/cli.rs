@@ -16,7 +16,19 @@ const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 struct Env {
     dir: tempfile::TempDir,
     config: Option<PathBuf>,
+    /// Pins every server of the config to this era, by its entry's `"era"` setting.
     force_era: Option<&'static str>,
+}
+
+/// A copy of `config` beside it with `"era": era` in every entry.
+fn pinned_to(config: &Path, era: &str) -> PathBuf {
+    let mut root: Value = serde_json::from_str(&std::fs::read_to_string(config).unwrap()).unwrap();
+    for entry in root["mcpServers"].as_object_mut().unwrap().values_mut() {
+        entry["era"] = json!(era);
+    }
+    let pinned = config.with_extension(format!("{era}.json"));
+    std::fs::write(&pinned, root.to_string()).unwrap();
+    pinned
 }
 
 struct Out {
@@ -62,17 +74,16 @@ impl Env {
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(CLI);
         if let Some(config) = &self.config {
-            c.arg("--config").arg(config);
+            match self.force_era {
+                Some(era) => c.arg("--config").arg(pinned_to(config, era)),
+                None => c.arg("--config").arg(config),
+            };
         } else {
             // No file there: the embedded default config applies.
             c.arg("--config").arg(self.dir.path().join("absent.json"));
         }
         c.arg("--data-dir").arg(self.data_dir()).args(args);
         c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        match self.force_era {
-            Some(era) => c.env("TASKDECK_FORCE_ERA", era),
-            None => c.env_remove("TASKDECK_FORCE_ERA"),
-        };
         c.stdin(Stdio::null());
         c
     }
@@ -471,7 +482,6 @@ fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
         Command::new("script")
             .args(["-qfec", &cli, "/dev/null"])
             .env_remove("TASKDECK_LOG")
-            .env_remove("TASKDECK_FORCE_ERA")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -752,7 +762,6 @@ fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
     let mut child = Command::new("script")
         .args(["-qfec", &cli, "/dev/null"])
         .env_remove("TASKDECK_LOG")
-        .env_remove("TASKDECK_FORCE_ERA")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -949,4 +958,108 @@ fn a_server_that_closes_its_input_mid_task_fails_the_task_and_leaves_no_process(
         assert!(Instant::now() < deadline, "servers left running: {:?}", env.fault_server_pids());
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// An environment with the demo server beside the given entries.
+fn demo_with(entries: Vec<(&'static str, Value)>) -> Env {
+    let dir = tempfile::tempdir().unwrap();
+    let mut servers = vec![("demo", demo_server_entry(&dir.path().join("demo-state")))];
+    servers.extend(entries);
+    let config = write_servers_config(&dir.path().join("servers.json"), servers);
+    Env { dir, config: Some(config), force_era: None }
+}
+
+#[test]
+fn a_bad_entry_is_listed_with_its_error_and_the_good_server_still_runs() {
+    let env = demo_with(vec![
+        ("broken", json!({"command": 7})),
+        ("old", json!({"type": "sse", "url": "https://mcp.example.com/sse"})),
+    ]);
+    let out = env.run(&["run", "demo", "generate_report", "--args", &report(0.0), "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["status"], "completed");
+
+    let out = env.run(&["servers", "--json"]);
+    assert_eq!(out.code, 2, "unreadable entries make it a config error: {out:?}");
+    let list = out.json();
+    let by_name = |n: &str| list.as_array().unwrap().iter().find(|s| s["name"] == n).cloned().unwrap();
+    let demo = by_name("demo");
+    assert_eq!((demo["phase"].as_str(), demo["transport"].as_str()), (Some("ready"), Some("stdio")));
+    assert!(demo["error"].is_null() && demo["command"].as_str().unwrap().contains("taskdeck-demo-server"));
+    let broken = by_name("broken");
+    assert_eq!(broken["phase"], "invalid");
+    let error = broken["error"].as_str().unwrap();
+    assert!(error.contains("servers.json") && error.contains("mcpServers.broken.command"), "{error}");
+    let old = by_name("old");
+    assert_eq!((old["phase"].as_str(), old["transport"].as_str()), (Some("invalid"), Some("sse")));
+    assert!(old["error"].as_str().unwrap().contains("HTTP+SSE"), "{old}");
+    for field in ["era", "protocol_version", "tasks", "server_name", "server_version", "pid", "restarts", "last_error"]
+    {
+        assert!(broken.get(field).is_some(), "every field of a server is there for a bad entry too: {field}");
+    }
+
+    let out = env.run(&["servers"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.lines().any(|l| l.starts_with("broken") && l.contains("invalid")), "{out:?}");
+    assert!(out.stderr.contains("broken: cannot be read:") && out.stderr.contains("mcpServers.old.type"), "{out:?}");
+
+    let out = env.run(&["run", "old", "anything"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("\"old\"") && out.stderr.contains("HTTP+SSE"), "{out:?}");
+}
+
+#[test]
+fn a_url_entry_is_an_http_server_and_a_command_against_it_fails_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        write_servers_config(&dir.path().join("servers.json"), [("remote", json!({"url": "http://127.0.0.1:1/mcp"}))]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let started = Instant::now();
+    let out = env.run(&["servers", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let s = &out.json()[0];
+    assert_eq!(
+        (s["name"].as_str(), s["transport"].as_str(), s["url"].as_str(), s["command"].as_str()),
+        (Some("remote"), Some("http"), Some("http://127.0.0.1:1/mcp"), Some("http://127.0.0.1:1/mcp"))
+    );
+    assert_eq!(s["phase"], "failed", "nothing listens there: {s}");
+    assert!(s["error"].is_null(), "the entry itself is fine: {s}");
+
+    let out = env.run(&["run", "remote", "generate_report"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains("remote"), "{out:?}");
+    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(env.tasks().is_empty(), "nothing was started: {:?}", env.tasks());
+}
+
+#[test]
+fn unknown_keys_are_noted_and_the_server_still_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = demo_server_entry(&dir.path().join("demo-state"));
+    entry["alwaysAllow"] = json!(["generate_report"]);
+    let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let out = env.run(&["servers", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let notes = out.json()[0]["notes"].clone();
+    assert!(notes[0].as_str().unwrap().contains("mcpServers.demo.alwaysAllow: unknown key; ignored"), "{notes}");
+    assert!(out.stderr.contains("note:") && out.stderr.contains("alwaysAllow"), "{out:?}");
+}
+
+#[test]
+fn a_server_pinned_to_an_era_in_the_config_speaks_that_era() {
+    for era in ["legacy", "modern"] {
+        let env = Env { force_era: Some(era), ..Env::demo() };
+        let out = env.run(&["servers", "--json"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.json()[0]["era"], era, "{out:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut entry = demo_server_entry(&dir.path().join("demo-state"));
+    entry["era"] = json!("medieval");
+    let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let out = env.run(&["servers", "--json"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.json()[0]["error"].as_str().unwrap().contains("mcpServers.demo.era"), "{out:?}");
 }

@@ -211,7 +211,7 @@ async fn follow(
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
 ) -> Step {
     let id = rec.id.clone();
-    let mut follow = session.follow(last, hub.opts.follow());
+    let mut follow = session.follow(last, hub.servers.follow_options(&rec.server, hub.opts.follow()));
     // A poll sent before an answer was acknowledged may still show the question answered since.
     let mut answered_at: Option<Instant> = None;
     loop {

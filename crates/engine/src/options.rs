@@ -1,8 +1,11 @@
-//! How the engine is tuned: waits, poll bounds and the progress flush.
+//! How the engine is tuned: waits, poll bounds and the progress flush; and how one server's
+//! settings from the config narrow them.
 
 use std::time::Duration;
 
 use taskdeck_client::{FollowOptions, SessionOptions};
+
+use crate::config::ServerSettings;
 
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -49,5 +52,76 @@ impl EngineOptions {
             default_poll: Duration::from_secs(1),
             give_up: self.poll_give_up,
         }
+    }
+}
+
+impl ServerSettings {
+    /// The engine's session options with this server's timeout and pinned era.
+    pub(crate) fn session(&self, base: &SessionOptions) -> SessionOptions {
+        let mut opts = base.clone();
+        if let Some(t) = self.call_timeout {
+            opts.call_timeout = t;
+        }
+        if let Some(era) = self.era {
+            opts.force_era = Some(era);
+        }
+        opts
+    }
+
+    /// The engine's polling policy within this server's bounds. A bound given alone moves the other
+    /// out of its way, so that the two never cross.
+    pub(crate) fn follow(&self, base: FollowOptions) -> FollowOptions {
+        let mut f = base;
+        if let Some(min) = self.min_poll {
+            f.min_poll = min;
+            f.max_poll = f.max_poll.max(min);
+        }
+        if let Some(max) = self.max_poll {
+            f.max_poll = max;
+            f.min_poll = f.min_poll.min(max);
+        }
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskdeck_protocol::Era;
+
+    #[test]
+    fn a_server_s_settings_override_the_engine_s_and_keep_the_rest() {
+        let engine = EngineOptions::default();
+        let none = ServerSettings::default();
+        let s = none.session(&engine.session);
+        assert_eq!((s.call_timeout, s.force_era), (engine.session.call_timeout, None));
+        let set = ServerSettings {
+            call_timeout: Some(Duration::from_secs(9)),
+            min_poll: None,
+            max_poll: None,
+            era: Some(Era::Legacy),
+        };
+        let s = set.session(&engine.session);
+        assert_eq!((s.call_timeout, s.force_era), (Duration::from_secs(9), Some(Era::Legacy)));
+        assert_eq!(s.request_timeout, engine.session.request_timeout);
+    }
+
+    #[test]
+    fn poll_bounds_per_server_never_cross() {
+        let base = EngineOptions::default().follow();
+        let f = ServerSettings { min_poll: Some(Duration::from_secs(10)), ..Default::default() }.follow(base);
+        assert_eq!((f.min_poll, f.max_poll), (Duration::from_secs(10), Duration::from_secs(10)));
+        let f = ServerSettings { max_poll: Some(Duration::from_millis(20)), ..Default::default() }.follow(base);
+        assert_eq!((f.min_poll, f.max_poll), (Duration::from_millis(20), Duration::from_millis(20)));
+        let f = ServerSettings {
+            min_poll: Some(Duration::from_millis(200)),
+            max_poll: Some(Duration::from_secs(2)),
+            ..Default::default()
+        }
+        .follow(base);
+        assert_eq!(
+            (f.min_poll, f.max_poll, f.give_up),
+            (Duration::from_millis(200), Duration::from_secs(2), base.give_up)
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use taskdeck_client::SessionOptions;
+use taskdeck_client::{FollowOptions, SessionOptions};
 
 use crate::config::Config;
 use crate::gate::lock;
@@ -28,7 +28,7 @@ impl Servers {
         let by_name = config
             .servers
             .iter()
-            .map(|spec| (spec.name.clone(), Server::new(spec.clone(), session.clone(), router.clone(), Some(&log_dir))))
+            .map(|server| (server.name.clone(), Server::new(server.clone(), &session, router.clone(), Some(&log_dir))))
             .collect();
         Servers { set: Mutex::new(ServerSet { config, by_name }), session, router, log_dir }
     }
@@ -47,36 +47,97 @@ impl Servers {
         set.config.servers.iter().filter_map(|s| set.by_name.get(&s.name).cloned()).collect()
     }
 
+    /// How a task of `name` is polled: the engine's policy within the server's own bounds.
+    pub fn follow_options(&self, name: &str, base: FollowOptions) -> FollowOptions {
+        self.get(name).map_or(base, |s| s.config.settings.follow(base))
+    }
+
     /// The pid of the server's process now, if it runs.
     pub fn pid(&self, name: &str) -> Option<u32> {
         self.get(name).and_then(|s| s.current_session()).and_then(|s| s.pid())
     }
 
-    /// Swaps in a new config: unchanged servers are kept as they are. Returns the servers to stop
+    /// Swaps in a new config: unchanged servers (same endpoint, same settings) are kept as they are,
+    /// and so is a server whose entry the edit made unreadable: a typo must not stop what runs,
+    /// and the entry's error is listed beside it until it is fixed. Returns the servers to stop
     /// (removed or changed) and the new ones to start (those replacing a running one).
-    pub fn replace(&self, config: Config) -> (Vec<Arc<Server>>, Vec<Arc<Server>>) {
+    pub fn replace(&self, mut config: Config) -> (Vec<Arc<Server>>, Vec<Arc<Server>>) {
         let mut set = lock(&self.set);
+        for bad in &config.unreadable {
+            if let Some(kept) = set.config.servers.iter().find(|s| s.name == bad.name) {
+                config.servers.push(kept.clone());
+            }
+        }
         let mut by_name = HashMap::new();
         let mut stopped = Vec::new();
         let mut started = Vec::new();
-        for spec in &config.servers {
-            match set.by_name.remove(&spec.name) {
-                Some(old) if old.spec == *spec => {
-                    by_name.insert(spec.name.clone(), old);
+        for server in &config.servers {
+            match set.by_name.remove(&server.name) {
+                Some(old) if old.config == *server => {
+                    by_name.insert(server.name.clone(), old);
                 }
                 old => {
                     let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
                     stopped.extend(old);
-                    let new = Server::new(spec.clone(), self.session.clone(), self.router.clone(), Some(&self.log_dir));
+                    let new = Server::new(server.clone(), &self.session, self.router.clone(), Some(&self.log_dir));
                     if was_running {
                         started.push(new.clone());
                     }
-                    by_name.insert(spec.name.clone(), new);
+                    by_name.insert(server.name.clone(), new);
                 }
             }
         }
         stopped.extend(set.by_name.drain().map(|(_, s)| s));
         *set = ServerSet { config, by_name };
         (stopped, started)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use taskdeck_client::SessionEvent;
+
+    use super::*;
+    use crate::supervisor::{LogLine, ServerStatus};
+
+    struct Quiet;
+    impl Router for Quiet {
+        fn session_event(&self, _: &str, _: SessionEvent) {}
+        fn server_changed(&self, _: ServerStatus) {}
+        fn server_log(&self, _: &str, _: LogLine) {}
+    }
+
+    fn config(text: &str) -> Config {
+        Config::parse(Path::new("/etc/x/servers.json"), text).unwrap()
+    }
+
+    fn names(servers: &Servers) -> Vec<String> {
+        servers.all().iter().map(|s| s.config.name.clone()).collect()
+    }
+
+    #[test]
+    fn an_edit_that_breaks_an_entry_keeps_its_server_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = config(r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "timeout": 5}}}"#);
+        let servers = Servers::new(first, SessionOptions::default(), Arc::new(Quiet), dir.path().to_owned());
+        let b = servers.get("b").unwrap();
+
+        let (stopped, _) = servers.replace(config(r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": 3}}}"#));
+        assert!(stopped.is_empty(), "nothing stopped for a typo");
+        assert!(Arc::ptr_eq(&servers.get("b").unwrap(), &b), "the same server, untouched");
+        assert_eq!(names(&servers), ["a", "b"]);
+        assert_eq!(servers.config().unreadable[0].name, "b", "and its entry's error is listed");
+
+        let (stopped, _) =
+            servers.replace(config(r#"{"mcpServers": {"a": {"command": "a"}, "b": {"command": "b2"}}}"#));
+        assert!(stopped.iter().any(|s| Arc::ptr_eq(s, &b)), "the fixed entry replaces it");
+        assert!(servers.config().unreadable.is_empty());
+
+        // A broken entry for a server that was not there starts nothing.
+        let (_, started) = servers.replace(config(r#"{"mcpServers": {"a": {"command": "a"}, "c": {"url": 1}}}"#));
+        assert!(started.is_empty());
+        assert_eq!(names(&servers), ["a"]);
     }
 }

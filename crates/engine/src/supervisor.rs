@@ -1,16 +1,18 @@
 //! Keeps each configured server running: starts it on first use, restarts it with exponential
 //! backoff when it dies, gives up after repeated failures to start (until asked again), and keeps a
-//! bounded log of its stderr across restarts.
+//! bounded log of its stderr across restarts. A server is an [`Endpoint`]: a local process or a
+//! remote URL, supervised alike.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
-use taskdeck_client::{ServerSpec, Session, SessionEvent, SessionHandler, SessionOptions};
+use taskdeck_client::{ClientError, Endpoint, Session, SessionEvent, SessionHandler, SessionOptions};
 use taskdeck_protocol::{Era, limits};
 use tokio::sync::{Notify, watch};
 
+use crate::config::{ServerConfig, UnreadableEntry};
 use crate::error::{EngineError, Result};
 pub use crate::logs::LogLine;
 use crate::logs::ServerLogFile;
@@ -32,6 +34,8 @@ pub enum ServerPhase {
     Ready,
     Restarting,
     Failed,
+    /// The config entry could not be read: never started; `error` says why.
+    Invalid,
 }
 
 /// What a front end shows about one server.
@@ -49,7 +53,39 @@ pub struct ServerStatus {
     pub pid: Option<u32>,
     pub restarts: u32,
     pub last_error: Option<String>,
+    /// The command line of a local server; the URL of a remote one. Never its environment or headers.
     pub command: String,
+    /// `stdio` or `http`; for an entry that could not be read, what it asked for (`sse`), or `unknown`.
+    pub transport: String,
+    /// The endpoint of a remote server.
+    pub url: Option<String>,
+    /// Why the config entry could not be read (file, field, reason); set only with [`ServerPhase::Invalid`].
+    pub error: Option<String>,
+    /// What of the config entry was ignored and why (unknown keys, keys of the other transport).
+    pub notes: Vec<String>,
+}
+
+impl ServerStatus {
+    /// The row of an entry that could not be read, so that a list of servers shows it with its error.
+    pub fn unreadable(entry: &UnreadableEntry) -> ServerStatus {
+        ServerStatus {
+            name: entry.name.clone(),
+            phase: ServerPhase::Invalid,
+            era: None,
+            protocol_version: None,
+            tasks: None,
+            server_name: None,
+            server_version: None,
+            pid: None,
+            restarts: 0,
+            last_error: None,
+            command: String::new(),
+            transport: entry.transport.unwrap_or("unknown").into(),
+            url: None,
+            error: Some(entry.error.to_string()),
+            notes: Vec::new(),
+        }
+    }
 }
 
 /// Receives what a server's sessions report, for the engine to route.
@@ -68,7 +104,8 @@ struct Inner {
 }
 
 pub(crate) struct Server {
-    pub spec: ServerSpec,
+    pub config: ServerConfig,
+    /// The engine's session options with this server's settings applied.
     opts: SessionOptions,
     inner: Mutex<Inner>,
     changed: watch::Sender<u64>,
@@ -89,16 +126,16 @@ fn now() -> String {
 
 impl Server {
     pub fn new(
-        spec: ServerSpec,
-        opts: SessionOptions,
+        config: ServerConfig,
+        base: &SessionOptions,
         router: Arc<dyn Router>,
         log_dir: Option<&std::path::Path>,
     ) -> Arc<Server> {
-        let log_file = log_dir.map(|dir| ServerLogFile::new(dir, &spec.name));
+        let log_file = log_dir.map(|dir| ServerLogFile::new(dir, &config.name));
         let earlier = log_file.as_ref().map(|f| f.tail(LOG_LINES)).unwrap_or_default();
         Arc::new(Server {
-            spec,
-            opts,
+            opts: config.settings.session(base),
+            config,
             inner: Mutex::new(Inner {
                 phase: ServerPhase::Idle,
                 session: None,
@@ -117,8 +154,9 @@ impl Server {
     pub fn status(&self) -> ServerStatus {
         let inner = lock(&self.inner);
         let info = inner.session.as_ref().map(|s| s.info());
+        let endpoint = &self.config.endpoint;
         ServerStatus {
-            name: self.spec.name.clone(),
+            name: self.config.name.clone(),
             phase: inner.phase,
             era: info.as_ref().map(|i| i.era),
             protocol_version: info.as_ref().map(|i| i.protocol_version.clone()),
@@ -128,11 +166,36 @@ impl Server {
             pid: inner.session.as_ref().and_then(|s| s.pid()),
             restarts: inner.restarts,
             last_error: inner.last_error.clone(),
-            command: std::iter::once(self.spec.command.clone())
-                .chain(self.spec.args.iter().cloned())
-                .collect::<Vec<_>>()
-                .join(" "),
+            command: endpoint.describe(),
+            transport: endpoint.kind().into(),
+            url: match endpoint {
+                Endpoint::Http(h) => Some(h.url.clone()),
+                Endpoint::Stdio(_) => None,
+            },
+            error: None,
+            notes: self.config.notes.clone(),
         }
+    }
+
+    /// `text` with every configured header value (and each long word of one, such as the token
+    /// after `Bearer`) blotted out. The transport is not expected to quote headers back, but what
+    /// a server's log and errors hold is shown, written to disk and sent to the webview, and a
+    /// remote server's headers are where its secrets are.
+    fn redact(&self, text: String) -> String {
+        let Endpoint::Http(h) = &self.config.endpoint else { return text };
+        let mut secrets: Vec<&str> = h
+            .headers
+            .values()
+            .flat_map(|v| std::iter::once(v.as_str()).chain(v.split_whitespace()))
+            .filter(|s| s.len() >= 8)
+            .collect();
+        // The whole value before its parts, so that no part of a value is left beside a blot.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.into_iter().fold(text, |t, secret| if t.contains(secret) { t.replace(secret, "[redacted]") } else { t })
+    }
+
+    fn set_last_error(&self, text: String) {
+        lock(&self.inner).last_error = Some(limits::error_text(self.redact(text)));
     }
 
     pub fn log(&self) -> Vec<LogLine> {
@@ -147,7 +210,7 @@ impl Server {
     /// note may quote what the server sent (a whole message it would not take), and what the
     /// server log holds is read back, shown and sent to the webview.
     fn note(&self, source: &'static str, text: String) {
-        let line = LogLine { at: now(), source, text: limits::log_line(text) };
+        let line = LogLine { at: now(), source, text: limits::log_line(self.redact(text)) };
         {
             let mut log = lock(&self.log);
             if log.len() == LOG_LINES {
@@ -158,7 +221,7 @@ impl Server {
         if let Some(file) = &self.log_file {
             lock(file).append(&line);
         }
-        self.router.server_log(&self.spec.name, line);
+        self.router.server_log(&self.config.name, line);
     }
 
     fn set_phase(&self, phase: ServerPhase) {
@@ -180,7 +243,7 @@ impl Server {
                     (ServerPhase::Ready, Some(s)) if s.dead().is_none() => return Ok(s.clone()),
                     (ServerPhase::Failed, _) => {
                         return Err(EngineError::ServerUnavailable {
-                            server: self.spec.name.clone(),
+                            server: self.config.name.clone(),
                             reason: inner.last_error.clone().unwrap_or_else(|| "it failed to start".into()),
                         });
                     }
@@ -189,7 +252,7 @@ impl Server {
             }
             if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
                 let reason = lock(&self.inner).last_error.clone().unwrap_or_else(|| "it is still starting".into());
-                return Err(EngineError::ServerUnavailable { server: self.spec.name.clone(), reason });
+                return Err(EngineError::ServerUnavailable { server: self.config.name.clone(), reason });
             }
         }
     }
@@ -239,7 +302,10 @@ impl Server {
             self.set_phase(if restarting { ServerPhase::Restarting } else { ServerPhase::Starting });
             let closed = Arc::new(Notify::new());
             let handler = Arc::new(Relay { server: Arc::downgrade(&self), closed: closed.clone() });
-            match Session::connect(&self.spec, self.opts.clone(), handler).await {
+            if let Endpoint::Http(h) = &self.config.endpoint {
+                self.note("taskdeck", format!("connecting to {}", h.url));
+            }
+            match Session::open(&self.config.endpoint, self.opts.clone(), handler).await {
                 Ok(session) => {
                     failures = 0;
                     backoff = FIRST_BACKOFF;
@@ -273,17 +339,23 @@ impl Server {
                         }
                         inner.session = None;
                         inner.restarts += 1;
-                        inner.last_error = Some(limits::error_text(reason.clone()));
                     }
+                    self.set_last_error(reason.clone());
                     self.note(
                         "taskdeck",
                         format!("server stopped: {reason}; restarting in {} ms", backoff.as_millis()),
                     );
                 }
                 Err(e) => {
-                    failures += 1;
-                    lock(&self.inner).last_error = Some(limits::error_text(e.to_string()));
-                    self.note("taskdeck", format!("start failed ({failures}/{MAX_START_FAILURES}): {e}"));
+                    self.set_last_error(e.to_string());
+                    // What cannot be done at all is not retried: trying again changes nothing.
+                    if matches!(e, ClientError::Unsupported { .. }) {
+                        failures = MAX_START_FAILURES;
+                        self.note("taskdeck", format!("start failed, not retried: {e}"));
+                    } else {
+                        failures += 1;
+                        self.note("taskdeck", format!("start failed ({failures}/{MAX_START_FAILURES}): {e}"));
+                    }
                     if failures >= MAX_START_FAILURES {
                         self.set_phase(ServerPhase::Failed);
                         self.wake.notified().await;
@@ -317,6 +389,54 @@ impl SessionHandler for Relay {
             SessionEvent::Closed { .. } => self.closed.notify_one(),
             _ => {}
         }
-        server.router.session_event(&server.spec.name, event);
+        server.router.session_event(&server.config.name, event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use taskdeck_client::HttpSpec;
+
+    use super::*;
+    use crate::config::ServerSettings;
+
+    struct Quiet;
+    impl Router for Quiet {
+        fn session_event(&self, _: &str, _: SessionEvent) {}
+        fn server_changed(&self, _: ServerStatus) {}
+        fn server_log(&self, _: &str, _: LogLine) {}
+    }
+
+    fn remote(headers: &[(&str, &str)]) -> Arc<Server> {
+        let spec = HttpSpec {
+            name: "web".into(),
+            url: "https://mcp.example.com/mcp".into(),
+            headers: headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
+        };
+        let config = ServerConfig {
+            name: "web".into(),
+            endpoint: Endpoint::Http(spec),
+            settings: ServerSettings::default(),
+            unknown: Default::default(),
+            notes: Vec::new(),
+        };
+        Server::new(config, &SessionOptions::default(), Arc::new(Quiet), None)
+    }
+
+    #[test]
+    fn a_remote_server_s_log_and_errors_never_show_its_headers() {
+        let server =
+            remote(&[("Authorization", "Bearer tok-0123456789"), ("X-Api-Key", "key-abcdefgh"), ("X-Short", "ab")]);
+        server.note("taskdeck", "sent Bearer tok-0123456789 and then tok-0123456789 alone, key-abcdefgh too".into());
+        let line = &server.log()[0].text;
+        assert!(!line.contains("tok-0123456789") && !line.contains("key-abcdefgh"), "{line}");
+        assert!(line.contains("[redacted]"), "{line}");
+        server.set_last_error("refused key-abcdefgh".into());
+        let status = server.status();
+        assert_eq!(status.last_error.as_deref(), Some("refused [redacted]"));
+        assert_eq!((status.transport.as_str(), status.url.as_deref()), ("http", Some("https://mcp.example.com/mcp")));
+        assert_eq!(status.command, "https://mcp.example.com/mcp");
     }
 }

@@ -15,6 +15,10 @@ const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({
   restarts: 0,
   last_error: null,
   command: name,
+  transport: 'stdio',
+  url: null,
+  error: null,
+  notes: [],
 });
 const line = (text: string): LogLine => ({ at: '2025-01-01T00:00:00Z', source: 'stderr', text });
 const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], servers: [], logs: [], tools_changed: [], ...b });

@@ -2,7 +2,7 @@ import { invoke, isTauri } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { inertText } from './text';
 import type { Commands } from './bindings/Commands';
-import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue, OfferedUrl } from './types';
+import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue, OfferedUrl, ServerStatus } from './types';
 
 export type { AppInfo };
 
@@ -84,6 +84,11 @@ export function onEngineBatch(handler: (batch: EngineBatch) => void): Promise<Un
 
 export function onFocusTask(handler: (id: string) => void): Promise<UnlistenFn> {
   return listen<{ id: string }>('focus-task', (e) => handler(e.payload.id));
+}
+
+/** The config file was edited and applied (or refused: `appInfo` then says why); the servers now. */
+export function onConfigReloaded(handler: (servers: ServerStatus[]) => void): Promise<UnlistenFn> {
+  return listen<ServerStatus[]>('config-reloaded', (e) => handler(e.payload));
 }
 
 /** The tray's "Pause notifications" (or this window's own switch) changed the setting. */

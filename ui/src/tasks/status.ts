@@ -14,4 +14,5 @@ export const PHASE_LABEL: Record<ServerPhase, string> = {
   ready: 'Ready',
   restarting: 'Restarting',
   failed: 'Failed',
+  invalid: 'Config error',
 };

@@ -9,4 +9,24 @@ export type ServerStatus = { name: string, phase: ServerPhase, era: Era | null, 
 /**
  * Whether the server can run tools as tasks.
  */
-tasks: boolean | null, server_name: string | null, server_version: string | null, pid: number | null, restarts: number, last_error: string | null, command: string, };
+tasks: boolean | null, server_name: string | null, server_version: string | null, pid: number | null, restarts: number, last_error: string | null, 
+/**
+ * The command line of a local server; the URL of a remote one. Never its environment or headers.
+ */
+command: string, 
+/**
+ * `stdio` or `http`; for an entry that could not be read, what it asked for (`sse`), or `unknown`.
+ */
+transport: string, 
+/**
+ * The endpoint of a remote server.
+ */
+url: string | null, 
+/**
+ * Why the config entry could not be read (file, field, reason); set only with [`ServerPhase::Invalid`].
+ */
+error: string | null, 
+/**
+ * What of the config entry was ignored and why (unknown keys, keys of the other transport).
+ */
+notes: Array<string>, };
