@@ -1,0 +1,108 @@
+//! Why an HTTP exchange ended without the server's answer, as the session hears it.
+//!
+//! The transport knows which request each POST carried, so a failed exchange becomes a JSON-RPC
+//! error response for exactly that request: the session fails it as it fails any refused request
+//! ([`ClientError::Rpc`]), and the engine treats it as it treats a server's error, retrying a
+//! poll rather than failing a task. The error's `data` carries the failure, typed, under
+//! [`DATA_KEY`], for whoever needs to act on it (a sign-in, later).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use taskdeck_protocol::ErrorObject;
+
+use crate::ClientError;
+
+/// The code of every error the transport makes up: one of JSON-RPC's implementation-defined
+/// server errors, and none that a modern server uses, so era detection reads it as "not modern".
+pub const HTTP_FAILURE: i64 = -32099;
+
+/// Where in the error's `data` the typed failure is.
+pub const DATA_KEY: &str = "dev.taskdeck/http";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum HttpFailure {
+    /// 401: the server wants the user signed in. `www_authenticate` is the challenge, which names
+    /// the protected resource metadata an OAuth sign-in starts from.
+    SignInNeeded { www_authenticate: Option<String> },
+    /// 403: signed in, but not allowed (an `insufficient_scope` challenge asks for more scopes).
+    Forbidden { www_authenticate: Option<String> },
+    /// An HTTP error status whose body is not a JSON-RPC error (an HTML page, nothing at all).
+    Status { status: u16, content_type: Option<String> },
+    /// The server could not be reached, or the exchange broke before the answer's headers.
+    Unreachable { detail: String },
+    /// The server sent the request to another origin, which Taskdeck does not follow: the
+    /// headers (an API key) were meant for this one.
+    Redirected { status: u16, to: String },
+    /// The answer's event stream ended, or broke, before it carried the answer.
+    StreamEnded { detail: String },
+    /// A success status that carries no answer (`202` to a request, another content type).
+    NoAnswer { detail: String },
+}
+
+impl HttpFailure {
+    /// What happened, for a person: names the server, and what to do where there is something.
+    pub fn message(&self, server: &str) -> String {
+        match self {
+            HttpFailure::SignInNeeded { .. } => {
+                format!("server {server:?} needs you to sign in (HTTP 401 Unauthorized)")
+            }
+            HttpFailure::Forbidden { www_authenticate } => {
+                let scope = www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope"));
+                if scope {
+                    format!("server {server:?} needs a sign-in with more permissions (HTTP 403 insufficient_scope)")
+                } else {
+                    format!(
+                        "server {server:?} refused access (HTTP 403 Forbidden): sign in as someone allowed to use it"
+                    )
+                }
+            }
+            HttpFailure::Status { status, content_type } => {
+                let reason = reqwest::StatusCode::from_u16(*status).ok().and_then(|s| s.canonical_reason());
+                let what = match content_type {
+                    Some(t) => format!("a {t} body"),
+                    None => "no body".to_owned(),
+                };
+                format!(
+                    "server {server:?} answered HTTP {status}{} with {what}, not a JSON-RPC answer",
+                    reason.map(|r| format!(" {r}")).unwrap_or_default()
+                )
+            }
+            HttpFailure::Unreachable { detail } => format!("server {server:?} could not be reached: {detail}"),
+            HttpFailure::Redirected { status, to } => format!(
+                "server {server:?} redirected the request (HTTP {status}) to {to}, another origin, which Taskdeck does not follow; use that URL in the config if it is right"
+            ),
+            HttpFailure::StreamEnded { detail } => format!("server {server:?} {detail}"),
+            HttpFailure::NoAnswer { detail } => format!("server {server:?} {detail}"),
+        }
+    }
+
+    /// The JSON-RPC error the session is handed for the request.
+    pub fn to_error(&self, server: &str) -> ErrorObject {
+        let mut data = json!({ DATA_KEY: self });
+        if matches!(self, HttpFailure::SignInNeeded { .. } | HttpFailure::Forbidden { .. }) {
+            // The reason a task keeps, should a failed call end one.
+            data["reason"] = json!("SIGN_IN_NEEDED");
+        }
+        ErrorObject::new(HTTP_FAILURE, self.message(server)).with_data(data)
+    }
+
+    /// The failure behind an error, when the HTTP transport made it up.
+    pub fn of(error: &ClientError) -> Option<HttpFailure> {
+        let e = error.rpc_error()?;
+        if e.code != HTTP_FAILURE {
+            return None;
+        }
+        serde_json::from_value(e.data.as_ref()?.get(DATA_KEY)?.clone()).ok()
+    }
+
+    /// True when signing in (again) is what the user can do about it.
+    pub fn needs_sign_in(&self) -> bool {
+        matches!(self, HttpFailure::SignInNeeded { .. } | HttpFailure::Forbidden { .. })
+    }
+}
+
+/// An error response for request `id`, as the server's own would read.
+pub fn response(id: &Value, error: &ErrorObject) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()
+}
