@@ -40,7 +40,9 @@ pub struct SseDecoder {
     /// The first bytes of an oversized event's data.
     start: Vec<u8>,
     event_type: Vec<u8>,
-    /// The event id the stream last set (`Last-Event-ID` on reconnection).
+    /// The id the event being read names; it counts only once the event is whole.
+    pending_id: Option<String>,
+    /// The id of the last whole event (`Last-Event-ID` on reconnection).
     last_id: Option<String>,
     /// The reconnection time the stream last asked for, in milliseconds.
     retry_ms: Option<u64>,
@@ -59,6 +61,7 @@ impl SseDecoder {
             oversized: false,
             start: Vec::new(),
             event_type: Vec::new(),
+            pending_id: None,
             last_id: None,
             retry_ms: None,
         }
@@ -80,7 +83,11 @@ impl SseDecoder {
 
     /// True when the stream stopped inside an event: what was read of it is not an event.
     pub fn mid_event(&self) -> bool {
-        !self.line.is_empty() || self.line_dropped || !self.data.is_empty() || self.oversized
+        !self.line.is_empty()
+            || self.line_dropped
+            || !self.data.is_empty()
+            || self.oversized
+            || self.pending_id.is_some()
     }
 
     /// Feeds bytes; pushes every complete event onto `out`, in order.
@@ -180,7 +187,7 @@ impl SseDecoder {
             b"id" => {
                 // An id with NUL is ignored, as the SSE standard says.
                 if !value.contains(&0) {
-                    self.last_id = Some(String::from_utf8_lossy(value).into_owned());
+                    self.pending_id = Some(String::from_utf8_lossy(value).into_owned());
                 }
             }
             b"retry" => {
@@ -193,6 +200,9 @@ impl SseDecoder {
     }
 
     fn dispatch(&mut self, out: &mut Vec<SseItem>) {
+        if let Some(id) = self.pending_id.take() {
+            self.last_id = Some(id);
+        }
         let data = std::mem::take(&mut self.data);
         let event_type = std::mem::take(&mut self.event_type);
         if std::mem::take(&mut self.oversized) {
@@ -286,9 +296,11 @@ mod tests {
 
     #[test]
     fn a_stream_that_stops_mid_event_yields_nothing_of_it() {
-        let (out, d) = decode(1024, &[b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"]);
+        let (out, d) = decode(1024, &[b"id: 1\ndata: \n\nid: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"res"]);
         assert!(out.is_empty());
         assert!(d.mid_event());
+        // A stream resumes after the last whole event, not after one it never finished.
+        assert_eq!(d.last_event_id(), Some("1"));
         let (out, d) = decode(1024, &[b"data: whole\n"]);
         assert!(out.is_empty(), "an event needs its blank line");
         assert!(d.mid_event());
