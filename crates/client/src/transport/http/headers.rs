@@ -91,10 +91,10 @@ const SENTINEL_END: &str = "?=";
 /// A value as a header carries it: as it is when it is plain visible ASCII without surrounding
 /// whitespace, otherwise (and when it would read as the sentinel itself) Base64 in the sentinel.
 pub fn encode_value(value: &str) -> String {
-    let plain = value.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b))
-        && !value.starts_with([' ', '\t'])
-        && !value.ends_with([' ', '\t'])
-        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
+    let visible = value.bytes().all(|b| b == b'\t' || (0x20..=0x7e).contains(&b));
+    let padded = value.starts_with([' ', '\t']) || value.ends_with([' ', '\t']);
+    let sentinel = value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END);
+    let plain = visible && !padded && !sentinel;
     if plain { value.to_owned() } else { format!("{SENTINEL_START}{}{SENTINEL_END}", base64(value.as_bytes())) }
 }
 

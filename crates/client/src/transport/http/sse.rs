@@ -184,16 +184,10 @@ impl SseDecoder {
                 self.data.extend_from_slice(value);
             }
             b"event" => self.event_type = value.to_vec(),
-            b"id" => {
-                // An id with NUL is ignored, as the SSE standard says.
-                if !value.contains(&0) {
-                    self.pending_id = Some(String::from_utf8_lossy(value).into_owned());
-                }
-            }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
-                }
+            // An id with NUL is ignored, as the SSE standard says.
+            b"id" if !value.contains(&0) => self.pending_id = Some(String::from_utf8_lossy(value).into_owned()),
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                self.retry_ms = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok());
             }
             _ => {}
         }
