@@ -103,6 +103,26 @@ async fn giving_up_on_a_modern_call_closes_its_stream_which_is_the_cancellation(
 }
 
 #[tokio::test]
+async fn annotated_tool_parameters_are_mirrored_as_headers_and_misannotated_tools_left_out() {
+    let p = connect(SessionOptions::default()).await;
+    let tools: Vec<String> = p.session.list_tools().await.unwrap().into_iter().map(|t| t.name).collect();
+    assert!(tools.contains(&"regional".to_owned()), "{tools:?}");
+    assert!(
+        !tools.contains(&"misannotated".to_owned()),
+        "an annotation inside items makes the tool invalid: {tools:?}"
+    );
+    let args = json!({"region": "Zürich", "query": "SELECT 1"});
+    let Started::Completed(r) = p.session.start_tool("regional", args, &StartOptions::default()).await.unwrap() else {
+        panic!("a plain result")
+    };
+    assert_eq!(r.joined_text(), "ran in Zürich");
+    let log = entries(&p.log);
+    let call = log.iter().find(|e| e["method"] == "tools/call").unwrap();
+    assert_eq!(call["headers"]["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
+    assert!(call["headers"].get("mcp-param-query").is_none());
+}
+
+#[tokio::test]
 async fn the_fixture_refuses_a_request_whose_headers_disagree_with_its_body() {
     // The check the tests above rely on: a request with a wrong Mcp-Name is refused.
     let dir = tempfile::tempdir().unwrap();

@@ -18,6 +18,7 @@
 
 mod failure;
 mod headers;
+mod params;
 mod sse;
 
 use std::collections::{BTreeMap, HashMap};
@@ -34,6 +35,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 pub use self::failure::{DATA_KEY, HTTP_FAILURE, HttpFailure};
 use self::headers::{Kind, LAST_EVENT_ID, Outgoing, PROTOCOL_VERSION, SESSION_ID};
+use self::params::ParamHeaders;
 use self::sse::{SseDecoder, SseItem};
 use super::{BoxFuture, Connection, FrameError, FrameSource, Identity, Received, SendError, Transport};
 use crate::ClientError;
@@ -110,6 +112,10 @@ struct Conn {
     /// modern (where closing its stream is the cancellation).
     open: HashMap<RequestId, (bool, oneshot::Sender<()>)>,
     listening: bool,
+    /// `initialize` was sent: the server is legacy, whose cancellations are notifications.
+    legacy: bool,
+    /// The `x-mcp-header` annotations of the tools listed so far.
+    params: ParamHeaders,
 }
 
 struct HttpFrames {
@@ -333,12 +339,19 @@ impl Inner {
             .header(ACCEPT, "application/json, text/event-stream")
             .body(m.text.clone());
         let mut with_session = false;
-        if m.modern_version.is_some() {
-            for (name, value) in &m.modern_headers {
-                match HeaderValue::from_str(value) {
-                    Ok(v) => request = request.header(*name, v),
-                    // Encoding leaves only visible ASCII; nothing else can reach here.
-                    Err(_) => tracing::warn!(server = %self.name, header = name, "header value not sendable"),
+        if m.is_modern() {
+            let mut mirrored: Vec<(String, String)> =
+                m.modern_headers.iter().map(|(n, v)| ((*n).to_owned(), v.clone())).collect();
+            if m.method() == Some(methods::TOOLS_CALL) {
+                let params = m.params.as_ref();
+                let tool = params.and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
+                mirrored.extend(lock(&self.state).params.headers(tool, params.and_then(|p| p.get("arguments"))));
+            }
+            for (name, value) in mirrored {
+                match (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(&value)) {
+                    (Ok(n), Ok(v)) => request = request.header(n, v),
+                    // Names are checked when learnt and values encoded to visible ASCII.
+                    _ => tracing::warn!(server = %self.name, header = %name, "header not sendable"),
                 }
             }
         } else if m.method() != Some(methods::INITIALIZE) {
@@ -396,12 +409,21 @@ impl Inner {
         true
     }
 
-    /// Remembers the version `initialize` negotiated, for the header on every later request.
-    fn negotiated(&self, answer: &Value) {
-        if let Some(version) = answer.pointer("/result/protocolVersion").and_then(Value::as_str)
-            && let Ok(v) = HeaderValue::from_str(version)
-        {
-            lock(&self.state).protocol_version = Some(v);
+    /// What the transport learns from an answer before the session sees it: the version
+    /// `initialize` negotiated, for the header on every later request; the `x-mcp-header`
+    /// annotations of listed tools, leaving out those whose annotations are invalid.
+    fn answered(&self, m: &Outgoing, answer: &mut Value) {
+        if m.is_initialize() {
+            if let Some(version) = answer.pointer("/result/protocolVersion").and_then(Value::as_str)
+                && let Ok(v) = HeaderValue::from_str(version)
+            {
+                lock(&self.state).protocol_version = Some(v);
+            }
+        } else if m.is_modern() && m.method() == Some(methods::TOOLS_LIST) {
+            let rejected = lock(&self.state).params.learn(answer);
+            for (tool, why) in rejected {
+                tracing::warn!(server = %self.name, %tool, "tool left out: {why}");
+            }
         }
     }
 }
@@ -420,9 +442,12 @@ async fn write_loop(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Out>) {
             }
         };
         match &m.kind {
-            Kind::Request { id, .. } => {
+            Kind::Request { id, method } => {
                 let (cancel, cancelled) = oneshot::channel();
-                lock(&inner.state).open.insert(id.clone(), (m.modern_version.is_some(), cancel));
+                let mut conn = lock(&inner.state);
+                conn.legacy |= method == methods::INITIALIZE;
+                conn.open.insert(id.clone(), (m.modern_version.is_some(), cancel));
+                drop(conn);
                 spawn(&inner, exchange(inner.clone(), m, cancelled));
             }
             Kind::Notification { method, params } if method == methods::CANCELLED => {
@@ -438,7 +463,7 @@ async fn write_loop(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Out>) {
                         let _ = cancel.send(());
                         modern
                     }
-                    None => m.modern_version.is_some(),
+                    None => !lock(&inner.state).legacy,
                 };
                 if !modern {
                     one_way(&inner, &m).await;
@@ -550,8 +575,7 @@ async fn exchange(inner: Arc<Inner>, m: Outgoing, cancelled: oneshot::Receiver<(
 
 async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
     let method = m.method().unwrap_or_default();
-    let modern = m.modern_version.is_some();
-    let initialize = !modern && method == methods::INITIALIZE;
+    let modern = m.is_modern();
     let (request, with_session) = inner.post(m);
     let timeout = match method {
         methods::TOOLS_CALL | methods::TASKS_RESULT => None,
@@ -569,12 +593,12 @@ async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
     if !status.is_success() {
         return refused(inner, id, method, response).await;
     }
-    if !modern && !inner.check_session(&response, initialize).await {
+    if !modern && !inner.check_session(&response, m.is_initialize()).await {
         return;
     }
     match content_type(&response).as_deref() {
-        Some("text/event-stream") => stream_answer(inner, id, method, modern, initialize, response).await,
-        Some("application/json") => json_answer(inner, id, method, initialize, response).await,
+        Some("text/event-stream") => stream_answer(inner, m, id, method, response).await,
+        Some("application/json") => json_answer(inner, m, id, method, response).await,
         _ if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT => {
             let detail = format!("accepted {method} (HTTP {status}) without answering it");
             inner.fail(id, method, HttpFailure::NoAnswer { detail }).await;
@@ -620,7 +644,7 @@ fn start_naming(id: &RequestId) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#)
 }
 
-async fn json_answer(inner: &Inner, id: &RequestId, method: &str, initialize: bool, response: reqwest::Response) {
+async fn json_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str, response: reqwest::Response) {
     let text = match read_body(response, inner.max_frame).await {
         Body::Whole(bytes) => match String::from_utf8(bytes) {
             Ok(text) => text,
@@ -646,10 +670,8 @@ async fn json_answer(inner: &Inner, id: &RequestId, method: &str, initialize: bo
         }
     };
     match answer_of(value, id) {
-        Some(answer) => {
-            if initialize {
-                inner.negotiated(&answer);
-            }
+        Some(mut answer) => {
+            inner.answered(m, &mut answer);
             inner.deliver(Received::Message(answer.to_string())).await;
         }
         None => {
@@ -716,7 +738,7 @@ async fn read_stream(
     inner: &Inner,
     mut response: reqwest::Response,
     decoder: &mut SseDecoder,
-    answering: Option<(&RequestId, bool)>,
+    answering: Option<(&RequestId, &Outgoing)>,
 ) -> StreamEnd {
     let mut items = Vec::new();
     let mut events = false;
@@ -734,11 +756,9 @@ async fn read_stream(
             events = true;
             match item {
                 SseItem::Message(text) => {
-                    let answer = answering.and_then(|(id, initialize)| {
-                        let answer = answer_of(serde_json::from_str(&text).ok()?, id)?;
-                        if initialize {
-                            inner.negotiated(&answer);
-                        }
+                    let answer = answering.and_then(|(id, m)| {
+                        let mut answer = answer_of(serde_json::from_str(&text).ok()?, id)?;
+                        inner.answered(m, &mut answer);
                         Some(answer)
                     });
                     match answer {
@@ -768,20 +788,14 @@ fn retry_delay(decoder: &SseDecoder) -> Duration {
 
 /// A request answered with an event stream: read to its answer; a legacy stream that breaks off
 /// after naming an event id is resumed with `Last-Event-ID`, after the `retry` the server asked for.
-async fn stream_answer(
-    inner: &Inner,
-    id: &RequestId,
-    method: &str,
-    modern: bool,
-    initialize: bool,
-    response: reqwest::Response,
-) {
+async fn stream_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str, response: reqwest::Response) {
+    let modern = m.is_modern();
     let mut decoder = SseDecoder::new(inner.max_frame);
     let mut response = response;
     // Resumptions in a row that brought nothing.
     let mut idle = 0;
     loop {
-        let mut detail = match read_stream(inner, response, &mut decoder, Some((id, initialize))).await {
+        let mut detail = match read_stream(inner, response, &mut decoder, Some((id, m))).await {
             StreamEnd::Answered => return,
             StreamEnd::Ended { detail, events } => {
                 if events {
@@ -843,10 +857,10 @@ async fn listen(inner: Arc<Inner>) {
                 if !inner.check_session(&r, false).await {
                     return;
                 }
-                match read_stream(&inner, r, &mut decoder, None).await {
-                    StreamEnd::Ended { events: true, .. } => failures = 0,
-                    _ => failures += 1,
-                }
+                // A server may close its stream after every event and have it polled, at its
+                // `retry`: a stream that opened is no failure.
+                failures = 0;
+                read_stream(&inner, r, &mut decoder, None).await;
                 decoder = decoder.resumed();
             }
             Ok(r) => {
@@ -862,7 +876,7 @@ async fn listen(inner: Arc<Inner>) {
             tracing::warn!(server = %inner.name, "giving up on the server's GET stream after {failures} failed attempts");
             return;
         }
-        let backoff = retry_delay(&decoder) * 2u32.saturating_pow(failures.saturating_sub(1));
+        let backoff = retry_delay(&decoder).saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)));
         tokio::time::sleep(backoff.min(MAX_RETRY)).await;
     }
 }

@@ -230,6 +230,11 @@ class Handler(BaseHTTPRequestHandler):
             problems.append("Mcp-Name %r vs %r" % (self.headers.get("Mcp-Name"), expected_name))
         if self.headers.get("Mcp-Session-Id") is not None:
             problems.append("a session id in the modern era")
+        if method == "tools/call" and params.get("name") == "regional":
+            region = (params.get("arguments") or {}).get("region")
+            header = decode_header(self.headers.get("Mcp-Param-Region"))
+            if header != region:
+                problems.append("Mcp-Param-Region %r vs %r" % (self.headers.get("Mcp-Param-Region"), region))
         if problems:
             log({"event": "header mismatch", "problems": problems})
             return self.json(400, {"jsonrpc": "2.0", "id": mid,
@@ -242,7 +247,11 @@ class Handler(BaseHTTPRequestHandler):
                 "serverInfo": {"name": "http-fixture-modern", "version": "1"}}})
         if method == "tools/list":
             return self.json(200, {"jsonrpc": "2.0", "id": mid, "result": {"resultType": "complete", "tools": [
-                plain("slow job ☂"), plain("hang")]}})
+                plain("slow job ☂"), plain("hang"),
+                {"name": "regional", "inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}}},
+                {"name": "misannotated", "inputSchema": {"type": "object", "properties": {
+                    "xs": {"type": "array", "items": {"type": "string", "x-mcp-header": "X"}}}}}]}})
         if method == "tools/call" and params.get("name") == "hang":
             self.sse_start()
             try:
@@ -253,6 +262,9 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 log({"event": "stream closed by the client", "id": mid})
             return
+        if method == "tools/call" and params.get("name") == "regional":
+            return self.json(200, {"jsonrpc": "2.0", "id": mid, "result": {
+                "resultType": "complete", "content": [{"type": "text", "text": "ran in " + params["arguments"]["region"]}]}})
         if method == "tools/call":
             state["tasks"] += 1
             tid = "task-%d" % state["tasks"]

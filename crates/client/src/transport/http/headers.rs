@@ -21,6 +21,8 @@ pub struct Outgoing {
     pub modern_version: Option<String>,
     /// The modern request headers, values already encoded.
     pub modern_headers: Vec<(&'static str, String)>,
+    /// A request's params, for what its headers mirror from them.
+    pub params: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,7 +57,8 @@ impl Outgoing {
                 modern_headers.push((NAME, encode_value(name)));
             }
         }
-        Some(Self { text, kind, modern_version, modern_headers })
+        let params = if matches!(kind, Kind::Request { .. }) { params } else { None };
+        Some(Self { text, kind, modern_version, modern_headers, params })
     }
 
     pub fn request_id(&self) -> Option<&RequestId> {
@@ -63,6 +66,15 @@ impl Outgoing {
             Kind::Request { id, .. } => Some(id),
             _ => None,
         }
+    }
+
+    pub fn is_modern(&self) -> bool {
+        self.modern_version.is_some()
+    }
+
+    /// A legacy `initialize`, whose answer names the session and the version.
+    pub fn is_initialize(&self) -> bool {
+        !self.is_modern() && self.method() == Some(methods::INITIALIZE)
     }
 
     pub fn method(&self) -> Option<&str> {
