@@ -263,10 +263,30 @@ async fn an_unreachable_server_fails_the_connect_with_why() {
         Err(e) => e,
     };
     assert!(started.elapsed() < Duration::from_secs(20));
+    // As for a stdio server that will not start: the server is gone, to be started again.
+    assert!(err.is_server_gone(), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("\"nowhere\"") && text.contains("could not be reached"), "{text}");
+    assert!(text.contains("Connection refused"), "{text}");
     assert!(!text.contains("token=abc") && !text.contains("pw@"), "no secrets from the URL: {text}");
     let endpoint_conn = endpoint.connect(MAX_FRAME).unwrap();
     assert_eq!(endpoint_conn.transport.identity().peer, format!("http://127.0.0.1:{port}/mcp"));
     assert_eq!(endpoint_conn.transport.identity().kind, "http");
+}
+
+#[tokio::test]
+async fn a_server_that_goes_away_mid_session_ends_the_connection_for_a_restart() {
+    let Peer { session, rec, _server: server, _dir: dir, .. } = connect().await;
+    session.ping(Duration::from_secs(5)).await.unwrap();
+    drop(server);
+    // The process is killed as it is dropped; give the port a moment to close.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let err = tokio::time::timeout(Duration::from_secs(15), session.ping(Duration::from_secs(10)))
+        .await
+        .expect("the request ends within its bound")
+        .unwrap_err();
+    assert!(err.is_server_gone(), "{err:?}");
+    assert!(err.to_string().contains("could not be reached"), "{err}");
+    rec.wait_for(Duration::from_secs(2), "Closed", |e| matches!(e, SessionEvent::Closed { .. })).await;
+    drop(dir);
 }

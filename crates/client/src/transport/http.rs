@@ -325,6 +325,15 @@ impl Inner {
         self.end(reason);
     }
 
+    /// The server cannot be reached: the connection is over, as when a stdio server's process
+    /// ends, and whoever supervises the server starts it again, with backoff.
+    async fn unreachable(&self, detail: &str) {
+        let reason = format!("it could not be reached at {} ({detail})", shown(&self.url));
+        tracing::warn!(server = %self.name, "{reason}");
+        self.deliver(Received::Closed { reason: reason.clone() }).await;
+        self.end(reason);
+    }
+
     /// A request to the endpoint with the config's headers.
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
         self.client.request(method, self.url.clone()).headers(self.headers.clone())
@@ -492,6 +501,10 @@ async fn one_way(inner: &Inner, m: &Outgoing) -> bool {
     let what = m.method().unwrap_or("a response");
     let response = match send(request, Some(HEADERS_TIMEOUT)).await {
         Ok(r) => r,
+        Err(HttpFailure::Unreachable { detail }) => {
+            inner.unreachable(&detail).await;
+            return false;
+        }
         Err(failure) => {
             tracing::warn!(server = %inner.name, "could not send {what}: {}", failure.message(&inner.name));
             return false;
@@ -515,10 +528,16 @@ async fn send(request: reqwest::RequestBuilder, timeout: Option<Duration>) -> Re
     let response = match timeout {
         Some(t) => tokio::time::timeout(t, sent)
             .await
-            .map_err(|_| HttpFailure::Unreachable { detail: format!("no answer within {}s", t.as_secs()) })?,
+            .map_err(|_| HttpFailure::Exchange { detail: format!("no status and headers within {}s", t.as_secs()) })?,
         None => sent.await,
     };
-    let response = response.map_err(|e| HttpFailure::Unreachable { detail: describe(&e) })?;
+    let response = response.map_err(|e| {
+        if e.is_connect() {
+            HttpFailure::Unreachable { detail: describe(&e) }
+        } else {
+            HttpFailure::Exchange { detail: describe(&e) }
+        }
+    })?;
     if response.status().is_redirection() {
         let to = response
             .headers()
@@ -583,6 +602,7 @@ async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
     };
     let response = match send(request, timeout).await {
         Ok(r) => r,
+        Err(HttpFailure::Unreachable { detail }) => return inner.unreachable(&detail).await,
         Err(failure) => return inner.fail(id, method, failure).await,
     };
     let status = response.status();

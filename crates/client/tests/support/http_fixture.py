@@ -28,8 +28,11 @@ state = {"polls": {}, "tasks": 0}
 def log(entry):
     if LOG:
         with log_lock:
-            with open(LOG, "a") as f:
-                f.write(json.dumps(entry) + "\n")
+            try:
+                with open(LOG, "a") as f:
+                    f.write(json.dumps(entry) + "\n")
+            except OSError:
+                pass  # the test is over and took its directory with it
 
 
 def plain(name):

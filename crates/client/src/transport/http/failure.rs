@@ -29,8 +29,12 @@ pub enum HttpFailure {
     Forbidden { www_authenticate: Option<String> },
     /// An HTTP error status whose body is not a JSON-RPC error (an HTML page, nothing at all).
     Status { status: u16, content_type: Option<String> },
-    /// The server could not be reached, or the exchange broke before the answer's headers.
+    /// The server could not be reached (DNS, TCP, TLS). The transport reports this as the
+    /// connection's end rather than as one request's error: the server is down, as a stdio
+    /// server whose process ended, and is started again by whoever supervises it.
     Unreachable { detail: String },
+    /// The exchange broke, or the server took too long, before the answer's status and headers.
+    Exchange { detail: String },
     /// The server sent the request to another origin, which Taskdeck does not follow: the
     /// headers (an API key) were meant for this one.
     Redirected { status: u16, to: String },
@@ -69,6 +73,7 @@ impl HttpFailure {
                 )
             }
             HttpFailure::Unreachable { detail } => format!("server {server:?} could not be reached: {detail}"),
+            HttpFailure::Exchange { detail } => format!("server {server:?} did not answer: {detail}"),
             HttpFailure::Redirected { status, to } => format!(
                 "server {server:?} redirected the request (HTTP {status}) to {to}, another origin, which Taskdeck does not follow; use that URL in the config if it is right"
             ),
