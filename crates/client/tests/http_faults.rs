@@ -221,7 +221,7 @@ async fn a_401_says_sign_in_is_needed_and_keeps_the_challenge() {
     assert!(f.needs_sign_in());
     let HttpFailure::SignInNeeded { www_authenticate: Some(challenge) } = f else { panic!("{err:?}") };
     assert!(challenge.contains("resource_metadata="), "{challenge}");
-    assert!(err.to_string().contains("sign in"), "{err}");
+    assert!(err.to_string().contains("sign-in needed"), "{err}");
 }
 
 #[tokio::test]

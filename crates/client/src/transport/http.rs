@@ -311,7 +311,7 @@ impl Inner {
 
     /// Fails request `id` with `failure`, as an error response from the server would.
     async fn fail(&self, id: &RequestId, method: &str, failure: HttpFailure) {
-        let error = failure.to_error(&self.name);
+        let error = failure.to_error();
         tracing::warn!(server = %self.name, %method, %id, "{}", error.message);
         let id = serde_json::to_value(id).unwrap_or(Value::Null);
         self.deliver(Received::Message(failure::response(&id, &error))).await;
@@ -506,7 +506,7 @@ async fn one_way(inner: &Inner, m: &Outgoing) -> bool {
             return false;
         }
         Err(failure) => {
-            tracing::warn!(server = %inner.name, "could not send {what}: {}", failure.message(&inner.name));
+            tracing::warn!(server = %inner.name, "could not send {what}: {}", failure.message());
             return false;
         }
     };
@@ -620,14 +620,12 @@ async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
         Some("text/event-stream") => stream_answer(inner, m, id, method, response).await,
         Some("application/json") => json_answer(inner, m, id, method, response).await,
         _ if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT => {
-            let detail = format!("accepted {method} (HTTP {status}) without answering it");
+            let detail = format!("the request was accepted (HTTP {status}) but not answered");
             inner.fail(id, method, HttpFailure::NoAnswer { detail }).await;
         }
         other => {
-            let detail = format!(
-                "answered {method} with content type {}, neither JSON nor an event stream",
-                other.unwrap_or("(none)")
-            );
+            let detail =
+                format!("the answer has content type {}, neither JSON nor an event stream", other.unwrap_or("(none)"));
             inner.fail(id, method, HttpFailure::NoAnswer { detail }).await;
         }
     }
@@ -678,7 +676,7 @@ async fn json_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str, 
             return inner.deliver(Received::Unreadable { error, start: start_naming(id) }).await;
         }
         Body::Broken(detail) => {
-            let detail = format!("broke off its answer to {method}: {detail}");
+            let detail = format!("the answer broke off: {detail}");
             return inner.fail(id, method, HttpFailure::StreamEnded { detail }).await;
         }
     };
@@ -698,7 +696,7 @@ async fn json_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str, 
             // Not an answer to this request: the session reads it for what it is, and the
             // request fails now rather than wait for an answer that is not coming.
             inner.deliver(Received::Message(text)).await;
-            let detail = format!("answered {method} with something that is not its answer");
+            let detail = "what came back is not the answer to this request".to_owned();
             inner.fail(id, method, HttpFailure::NoAnswer { detail }).await;
         }
     }
@@ -828,7 +826,7 @@ async fn stream_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str
         response = loop {
             let last = decoder.last_event_id().map(str::to_owned);
             let Some(last) = last.filter(|_| !modern && idle < RESUME_ATTEMPTS) else {
-                let detail = format!("sent no answer to {method}: {detail}");
+                let detail = format!("no answer came: {detail}");
                 return inner.fail(id, method, HttpFailure::StreamEnded { detail }).await;
             };
             idle += 1;
@@ -848,8 +846,7 @@ async fn stream_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str
                         format!("its event stream ended, and resuming it was refused (HTTP {})", r.status().as_u16())
                 }
                 Err(failure) => {
-                    detail =
-                        format!("its event stream ended, and resuming it failed ({})", failure.message(&inner.name))
+                    detail = format!("its event stream ended, and resuming it failed ({})", failure.message())
                 }
             }
         };
@@ -888,7 +885,7 @@ async fn listen(inner: Arc<Inner>) {
                 failures += 1;
             }
             Err(failure) => {
-                tracing::info!(server = %inner.name, "the GET stream failed: {}", failure.message(&inner.name));
+                tracing::info!(server = %inner.name, "the GET stream failed: {}", failure.message());
                 failures += 1;
             }
         }

@@ -45,20 +45,16 @@ pub enum HttpFailure {
 }
 
 impl HttpFailure {
-    /// What happened, for a person: names the server, and what to do where there is something.
-    pub fn message(&self, server: &str) -> String {
+    /// What happened, for a person. The server's name is not in it: every error that carries
+    /// this one names the server already.
+    pub fn message(&self) -> String {
         match self {
-            HttpFailure::SignInNeeded { .. } => {
-                format!("server {server:?} needs you to sign in (HTTP 401 Unauthorized)")
-            }
+            HttpFailure::SignInNeeded { .. } => "sign-in needed (HTTP 401 Unauthorized)".to_owned(),
             HttpFailure::Forbidden { www_authenticate } => {
-                let scope = www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope"));
-                if scope {
-                    format!("server {server:?} needs a sign-in with more permissions (HTTP 403 insufficient_scope)")
+                if www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope")) {
+                    "sign-in with more permissions needed (HTTP 403 insufficient_scope)".to_owned()
                 } else {
-                    format!(
-                        "server {server:?} refused access (HTTP 403 Forbidden): sign in as someone allowed to use it"
-                    )
+                    "access refused (HTTP 403 Forbidden): sign-in as someone allowed to use it needed".to_owned()
                 }
             }
             HttpFailure::Status { status, content_type } => {
@@ -68,28 +64,27 @@ impl HttpFailure {
                     None => "no body".to_owned(),
                 };
                 format!(
-                    "server {server:?} answered HTTP {status}{} with {what}, not a JSON-RPC answer",
+                    "HTTP {status}{} with {what}, not a JSON-RPC answer",
                     reason.map(|r| format!(" {r}")).unwrap_or_default()
                 )
             }
-            HttpFailure::Unreachable { detail } => format!("server {server:?} could not be reached: {detail}"),
-            HttpFailure::Exchange { detail } => format!("server {server:?} did not answer: {detail}"),
+            HttpFailure::Unreachable { detail } => format!("could not be reached: {detail}"),
+            HttpFailure::Exchange { detail } => format!("no answer: {detail}"),
             HttpFailure::Redirected { status, to } => format!(
-                "server {server:?} redirected the request (HTTP {status}) to {to}, another origin, which Taskdeck does not follow; use that URL in the config if it is right"
+                "redirected (HTTP {status}) to {to}, another origin, which Taskdeck does not follow; use that URL in the config if it is right"
             ),
-            HttpFailure::StreamEnded { detail } => format!("server {server:?} {detail}"),
-            HttpFailure::NoAnswer { detail } => format!("server {server:?} {detail}"),
+            HttpFailure::StreamEnded { detail } | HttpFailure::NoAnswer { detail } => detail.clone(),
         }
     }
 
     /// The JSON-RPC error the session is handed for the request.
-    pub fn to_error(&self, server: &str) -> ErrorObject {
+    pub fn to_error(&self) -> ErrorObject {
         let mut data = json!({ DATA_KEY: self });
         if matches!(self, HttpFailure::SignInNeeded { .. } | HttpFailure::Forbidden { .. }) {
             // The reason a task keeps, should a failed call end one.
             data["reason"] = json!("SIGN_IN_NEEDED");
         }
-        ErrorObject::new(HTTP_FAILURE, self.message(server)).with_data(data)
+        ErrorObject::new(HTTP_FAILURE, self.message()).with_data(data)
     }
 
     /// The failure behind an error, when the HTTP transport made it up.
