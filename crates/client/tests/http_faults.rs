@@ -290,3 +290,44 @@ async fn a_server_that_goes_away_mid_session_ends_the_connection_for_a_restart()
     rec.wait_for(Duration::from_secs(2), "Closed", |e| matches!(e, SessionEvent::Closed { .. })).await;
     drop(dir);
 }
+
+#[tokio::test]
+async fn a_server_whose_certificate_is_not_trusted_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl runs");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let log = dir.path().join("requests.jsonl");
+    let server = fixture_with(
+        "legacy",
+        &[
+            ("FIXTURE_LOG", log.display().to_string()),
+            ("FIXTURE_TLS_CERT", cert.display().to_string()),
+            ("FIXTURE_TLS_KEY", key.display().to_string()),
+        ],
+    )
+    .await;
+    assert!(server.url.starts_with("https://"));
+    let endpoint = Endpoint::Http(server.spec("self-signed"));
+    let err = match tokio::time::timeout(
+        Duration::from_secs(20),
+        Session::open(&endpoint, SessionOptions::default(), Recorder::new()),
+    )
+    .await
+    .expect("connecting ends within its bound")
+    {
+        Ok(_) => panic!("a certificate nobody vouches for was accepted"),
+        Err(e) => e,
+    };
+    assert!(err.is_server_gone(), "{err:?}");
+    let text = err.to_string();
+    assert!(text.contains("could not be reached") && text.contains("certificate"), "{text}");
+    assert!(requests(&log).is_empty(), "no request got through: {:?}", requests(&log));
+}

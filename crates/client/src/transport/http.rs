@@ -43,7 +43,7 @@ use crate::session::{Answers, frame_answers};
 
 /// A remote server, as the config gives it: the endpoint and the headers sent with every request
 /// (already resolved: `${env:NAME}` references are the config's business, not the transport's).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpSpec {
     pub name: String,
     /// The MCP endpoint, `http(s)://host[:port]/path`.
@@ -51,6 +51,16 @@ pub struct HttpSpec {
     /// Sent on every request. They may hold secrets (an API key): never logged.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+}
+
+/// Debug output names the headers but never shows their values, nor the URL's query or
+/// userinfo: a spec ends up in logs.
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = Url::parse(&self.url).map(|u| shown(&u)).unwrap_or_else(|_| "(not a URL)".into());
+        let headers: BTreeMap<&str, &str> = self.headers.keys().map(|k| (k.as_str(), "(hidden)")).collect();
+        f.debug_struct("HttpSpec").field("name", &self.name).field("url", &url).field("headers", &headers).finish()
+    }
 }
 
 /// How long reaching the server may take (DNS, TCP, TLS).
@@ -236,7 +246,10 @@ impl Transport for HttpTransport {
             if let Some(session) = session {
                 // A legacy server is told the session is over; one that does not end sessions
                 // answers 405, which is as good.
-                let request = self.inner.request(reqwest::Method::DELETE).header(SESSION_ID, session);
+                let mut request = self.inner.request(reqwest::Method::DELETE).header(SESSION_ID, session);
+                if let Some(version) = lock(&self.inner.state).protocol_version.clone() {
+                    request = request.header(PROTOCOL_VERSION, version);
+                }
                 match tokio::time::timeout(grace.min(HEADERS_TIMEOUT), request.send()).await {
                     Ok(Ok(r)) => tracing::debug!(server = %self.inner.name, status = %r.status(), "session ended"),
                     Ok(Err(e)) => {
@@ -895,5 +908,24 @@ async fn listen(inner: Arc<Inner>) {
         }
         let backoff = retry_delay(&decoder).saturating_mul(2u32.saturating_pow(failures.saturating_sub(1)));
         tokio::time::sleep(backoff.min(MAX_RETRY)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_in_debug_output_shows_no_secrets() {
+        let spec = HttpSpec {
+            name: "remote".into(),
+            url: "https://user:pw@example.com/mcp?key=k1".into(),
+            headers: [("Authorization".to_owned(), "Bearer t0ken".to_owned())].into(),
+        };
+        let text = format!("{spec:?}");
+        assert!(text.contains("Authorization") && text.contains("https://example.com/mcp"), "{text}");
+        for secret in ["t0ken", "pw", "k1"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
     }
 }

@@ -297,5 +297,12 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
-print("http://127.0.0.1:%d/mcp" % server.server_address[1], flush=True)
+scheme = "http"
+if os.environ.get("FIXTURE_TLS_CERT"):
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.environ["FIXTURE_TLS_CERT"], os.environ["FIXTURE_TLS_KEY"])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    scheme = "https"
+print("%s://127.0.0.1:%d/mcp" % (scheme, server.server_address[1]), flush=True)
 server.serve_forever()
