@@ -94,7 +94,7 @@ pub struct HttpTransport {
 }
 
 enum Out {
-    Message(Outgoing),
+    Message(Box<Outgoing>),
     /// Everything queued before it has been sent.
     Flushed(oneshot::Sender<()>),
 }
@@ -231,7 +231,7 @@ impl Transport for HttpTransport {
         }
         // The session sends only messages it built; anything else is not ours to carry.
         let outgoing = Outgoing::read(message).ok_or(SendError::TooLarge { limit: self.inner.max_frame })?;
-        self.out.send(Out::Message(outgoing)).map_err(|_| SendError::Closed {
+        self.out.send(Out::Message(Box::new(outgoing))).map_err(|_| SendError::Closed {
             reason: self.inner.stopped().unwrap_or_else(|| "the connection closed".into()),
         })
     }
@@ -470,7 +470,7 @@ async fn write_loop(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Out>) {
                 conn.legacy |= method == methods::INITIALIZE;
                 conn.open.insert(id.clone(), (m.modern_version.is_some(), cancel));
                 drop(conn);
-                spawn(&inner, exchange(inner.clone(), m, cancelled));
+                spawn(&inner, exchange(inner.clone(), *m, cancelled));
             }
             Kind::Notification { method, params } if method == methods::CANCELLED => {
                 let id = params
