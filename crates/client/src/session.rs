@@ -576,7 +576,7 @@ fn unreadable(shared: &Shared, start: &str, fault: ResponseFault, detail: String
 
 /// Which request a frame's start shows it answered.
 #[derive(Debug, PartialEq)]
-enum Answers {
+pub(crate) enum Answers {
     Request(RequestId),
     /// A response (it has a `result` or `error`) whose `id` is not in the part read.
     Unnamed,
@@ -586,7 +586,7 @@ enum Answers {
 
 /// Reads the top-level members of a JSON object's start, as far as it goes, without parsing
 /// values it does not need: bounded by the text given, whatever the nesting inside.
-fn frame_answers(start: &str) -> Answers {
+pub(crate) fn frame_answers(start: &str) -> Answers {
     let b = start.as_bytes();
     let mut i = 0;
     let ws = |i: &mut usize| {
