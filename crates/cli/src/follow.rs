@@ -71,6 +71,13 @@ impl Follow<'_> {
                     Next::Interrupted => return self.cancel(id).await,
                 }
             }
+            // The store could not take the task's writes: the engine stopped driving it, and says
+            // which file and what to do.
+            if let Some(e) = self.engine.store_failure(id) {
+                bar.clear();
+                self.print_json(&rec);
+                return Err(e.into());
+            }
             if let Some(reason) = self.engine.stalled(id) {
                 bar.clear();
                 self.print_json(&rec);

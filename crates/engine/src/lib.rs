@@ -32,6 +32,6 @@ pub mod supervisor;
 mod validate;
 
 pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
-pub use error::{EngineError, ErrorCode, Result};
+pub use error::{EngineError, ErrorCode, Result, StoreFault};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
 pub use taskdeck_store::{FailureReason, ListFilter, Mode, TaskError, TaskEvent, TaskRecord};

@@ -51,6 +51,17 @@ impl Store {
         &self.inner.path
     }
 
+    /// Tests only, not part of the interface: from now on this handle's file can grow no more
+    /// (`PRAGMA max_page_count` at its present size), so every write that needs another page fails
+    /// with SQLITE_FULL, as it would on a full disk.
+    #[doc(hidden)]
+    pub fn stop_growing_for_tests(&self) -> Result<i64> {
+        let conn = self.conn();
+        let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let capped: i64 = conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| r.get(0))?;
+        Ok(capped)
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock dropped its transaction, which rolls back: the
         // connection is still consistent, so poisoning carries no information here.
@@ -157,8 +168,13 @@ impl Store {
             // A savepoint per item, so an SQL error halfway through one item leaves none of it.
             let sp = tx.savepoint()?;
             let outcome = apply_in(&sp, id, update, previous.take());
-            if outcome.is_ok() {
-                sp.commit()?;
+            match &outcome {
+                Ok(_) => sp.commit()?,
+                // SQLite may answer a full disk by rolling back the whole transaction, not just the
+                // statement: then nothing of the batch is written, and saying otherwise per item
+                // would be a lie.
+                Err(_) if sp.is_autocommit() => return outcome.map(|_| Vec::new()),
+                Err(_) => {}
             }
             if let Ok(r) = &outcome
                 && updates.get(i + 1).is_some_and(|(next, _)| next == id)
