@@ -217,7 +217,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             tracing::info!(task = %rec.id, "started");
             follow(prepared.answers, json).run(&rec.id).await
         }
-        Command::Answer { task, decline, cancel, .. } => {
+        Command::Answer { task, decline, cancel, record, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
             let input = match (prepared.accept, decline, cancel) {
                 (Some(content), _, _) => AnswerInput::Accept(content),
@@ -226,8 +226,14 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
                 // clap's group requires one of the three.
                 (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
             };
-            engine.answer(&rec.id, input).await?;
-            follow(VecDeque::new(), false).run(&rec.id).await
+            if let Err(e) = engine.answer(&rec.id, input).await {
+                // Refused or not delivered: a script still learns where the task is.
+                if record {
+                    output::print_json(&engine.get(&rec.id).unwrap_or(rec));
+                }
+                return Err(e.into());
+            }
+            follow(VecDeque::new(), record).run(&rec.id).await
         }
         Command::Cancel { task } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;

@@ -950,3 +950,39 @@ fn a_server_that_closes_its_input_mid_task_fails_the_task_and_leaves_no_process(
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn answer_record_prints_the_task_record_whatever_the_exit_code() {
+    let (env, _) = hostile();
+    let out = env.run(&["run", "hostile", "twice"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+    // The answer leads to a second question: still waiting (3), and the record says which task.
+    let out = env.run(&["answer", &id, "--json", r#"{"x": "one"}"#, "--record"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let t = out.json();
+    assert_eq!((t["id"].as_str(), t["status"].as_str()), (Some(id.as_str()), Some("input_required")), "{t}");
+    assert_eq!(t["question"]["request"]["params"]["message"], "Question 2", "{t}");
+    assert!(out.stderr.contains("answer with: "), "the person still gets the hint: {out:?}");
+
+    let out = env.run(&["answer", &id, "--json", r#"{"x": "two"}"#, "--record"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!((t["id"].as_str(), t["status"].as_str()), (Some(id.as_str()), Some("completed")), "{t}");
+    assert_eq!(t["result"]["content"][0]["text"], "twice");
+
+    // Refused (the task has ended): exit 1, and the record still.
+    let out = env.run(&["answer", &id, "--decline", "--record"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.json()["status"], "completed", "{out:?}");
+
+    // Without the flag, nothing but the result's text on stdout, as before.
+    let env = Env::demo();
+    assert_eq!(env.run(&["run", "demo", "diagnose_incident"]).code, 3);
+    let id = id_of(&env.tasks()[0]);
+    let out = env.run(&["answer", &id, "--json", r#"{"service": "auth"}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(serde_json::from_str::<Value>(&out.stdout).is_err(), "{out:?}");
+    let help = env.run(&["answer", "--help"]);
+    assert!(help.stdout.contains("--record"), "{help:?}");
+}
