@@ -241,6 +241,12 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             match after.status {
                 taskdeck_protocol::TaskStatus::Cancelled => {
                     println!("task {} cancelled", after.id);
+                    // Cancelled here, but the server did not confirm it: the engine says why.
+                    if let Some(why) =
+                        after.status_message.as_deref().filter(|m| *m != taskdeck_engine::CANCELLED_BY_USER)
+                    {
+                        terminal::err(&format!("task {}: {why}\n", after.id));
+                    }
                     Ok(EXIT_COMPLETED)
                 }
                 // The server had finished it before the cancel arrived.

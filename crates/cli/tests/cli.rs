@@ -986,3 +986,21 @@ fn answer_record_prints_the_task_record_whatever_the_exit_code() {
     let help = env.run(&["answer", "--help"]);
     assert!(help.stdout.contains("--record"), "{help:?}");
 }
+
+#[test]
+fn a_cancel_answered_about_another_task_is_said_so_and_nothing_of_it_is_applied() {
+    let (env, _) = hostile();
+    let out = env.run(&["run", "hostile", "twice"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+    let out = env.run(&["cancel", &id]);
+    assert_eq!(out.code, 0, "cancelled here: {out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stderr.contains("answered the cancel about another task (\"t:someone-else\")"), "{out:?}");
+    assert!(out.stderr.contains("nothing of its answer was applied"), "{out:?}");
+    assert!(!out.stderr.contains("could not be reached"), "{out:?}");
+    let t = env.show(&id);
+    assert_eq!(t["status"], "cancelled", "{t}");
+    let statuses: Vec<&str> = t["events"].as_array().unwrap().iter().filter_map(|e| e["to_status"].as_str()).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == "cancelled").count(), 1, "only our own cancel: {statuses:?}");
+}

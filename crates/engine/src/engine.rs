@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use taskdeck_client::QuestionKey;
+use taskdeck_client::{ClientError, QuestionKey};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{TaskSupport, Tool};
@@ -34,6 +34,9 @@ use crate::supervisor::{LogLine, Server, ServerStatus};
 
 pub use crate::event::EngineEvent;
 pub use crate::options::EngineOptions;
+
+/// The reason a cancel the server took is recorded with; any other reason says what went wrong.
+pub const CANCELLED_BY_USER: &str = "cancelled by the user";
 
 /// Whether a task is waiting for the user: it needs input and the server's question is known.
 /// (A legacy server may report `input_required` a moment before its question arrives.)
@@ -375,13 +378,23 @@ impl Engine {
         if rec.status.is_terminal() {
             return Err(refused(&rec, Attempt::Cancel, format!("{} is final", rec.status)).into());
         }
-        let mut reason = "cancelled by the user".to_owned();
+        let mut reason = CANCELLED_BY_USER.to_owned();
         if let Some(remote) = &rec.remote_task_id {
             let session = self.server(&rec.server)?.session(Duration::from_secs(10)).await;
             match session {
                 Ok(session) => {
                     let said = match session.cancel_task(remote).await {
                         Ok(said) => said,
+                        // Its answer may say anything about our task, so none of it is used: ours
+                        // may still run there.
+                        Err(ClientError::WrongTask { server, answered, .. }) => {
+                            reason = format!(
+                                "cancelled here only: server {server:?} answered the cancel about another task \
+                                 ({answered:?}), so nothing of its answer was applied and the task may still \
+                                 run there"
+                            );
+                            None
+                        }
                         // Already over on the server (-32602): learn how it really ended.
                         Err(e) => match session.get_task(remote).await {
                             Ok(s) => Some(s),

@@ -31,7 +31,7 @@ mod servers;
 pub mod supervisor;
 mod validate;
 
-pub use engine::{AnswerInput, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
+pub use engine::{AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
 pub use error::{EngineError, ErrorCode, Result, StoreFault};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
 pub use taskdeck_store::{FailureReason, ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
