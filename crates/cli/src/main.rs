@@ -119,7 +119,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Show { task, json } => {
             let store = read_store(&paths)?.ok_or_else(|| CliError::runtime(format!("no task with id {task}")))?;
             let rec = store.resolve_prefix(&task).map_err(not_found)?;
-            let events = store.events(&rec.id)?;
+            let events = output::shown_events(store.events(&rec.id)?);
             if json {
                 output::print_json(&output::TaskWithEvents { task: &rec, events: &events });
             } else {

@@ -1004,3 +1004,27 @@ fn a_cancel_answered_about_another_task_is_said_so_and_nothing_of_it_is_applied(
     let statuses: Vec<&str> = t["events"].as_array().unwrap().iter().filter_map(|e| e["to_status"].as_str()).collect();
     assert_eq!(statuses.iter().filter(|s| **s == "cancelled").count(), 1, "only our own cancel: {statuses:?}");
 }
+
+#[test]
+fn show_says_how_many_earlier_events_were_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/support/bounds_server.py");
+    let entry = json!({"command": "python3", "args": [script.display().to_string()]});
+    let config = write_servers_config(&dir.path().join("servers.json"), [("bounds", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let out = env.run(&["run", "bounds", "chatty", "--args", r#"{"messages": 1500}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+
+    let t = env.show(&id);
+    let marker = t["events"].as_array().unwrap().iter().find(|e| e["kind"] == "dropped").expect("a marker").clone();
+    let n = marker["data"]["dropped"].as_u64().unwrap();
+    assert!(n > 400, "{marker}");
+    let words = format!("{n} earlier events were dropped");
+    assert_eq!(marker["data"]["message"], words.as_str(), "{marker}");
+
+    let out = env.run(&["show", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out.stdout.lines().find(|l| l.contains(" dropped ")).expect("the marker's line");
+    assert!(line.ends_with(&words), "{line}");
+}
