@@ -1028,3 +1028,22 @@ fn show_says_how_many_earlier_events_were_dropped() {
     let line = out.stdout.lines().find(|l| l.contains(" dropped ")).expect("the marker's line");
     assert!(line.ends_with(&words), "{line}");
 }
+
+/// Issue 10, item 10: the server takes the answer, asks the same multi-megabyte question again and
+/// completes the task in the same moment; the answer must not be reported as still waiting.
+#[test]
+fn an_answer_the_server_took_is_not_reported_as_waiting_when_a_big_question_comes_again() {
+    let (env, _) = hostile();
+    for _ in 0..3 {
+        let out = env.run(&["run", "hostile", "again"]);
+        assert_eq!(out.code, 3, "{out:?}");
+        assert!(!out.stderr.contains("--json"), "too large to accept: {out:?}");
+        let id = id_of(&env.tasks()[0]);
+        let out = env.run(&["answer", &id, "--decline", "--record"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.json()["status"], "completed", "{out:?}");
+        let t = env.show(&id);
+        let answers = t["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "answer").count();
+        assert_eq!(answers, 1, "{t}");
+    }
+}

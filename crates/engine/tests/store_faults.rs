@@ -17,8 +17,7 @@ fn paths(dir: &Path) -> Paths {
 
 async fn open(dir: &Path) -> Engine {
     write_servers_config(&dir.join("servers.json"), [("demo", demo_server_entry(&dir.join("demo-state")))]);
-    let mut opts = EngineOptions::default();
-    opts.server_wait = Duration::from_secs(20);
+    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
     Engine::open(paths(dir), opts).await.unwrap()
 }
 

@@ -11,6 +11,9 @@ call that fails). Answers it receives are written to `answers.jsonl` beside MARK
 the task. `twice` asks a second question once the first is answered and completes after that one;
 its tasks live in `hostile-state.json` beside MARKER_DIR, so a new process (a new CLI) asks the
 pending question again once its `tasks/result` is outstanding, as a legacy server does.
+`again` asks a question of several megabytes (too large to show: only declined) and, on the answer,
+asks the same question again and completes the task in the same moment (its tasks live in the same
+state file).
 A `tasks/cancel` is always answered about another task.
 """
 import json
@@ -62,6 +65,8 @@ TOOLS = [
      "execution": {"taskSupport": "forbidden"}},
     {"name": "twice", "description": "asks twice", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "required"}},
+    {"name": "again", "description": "asks again", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "required"}},
 ]
 
 FORM = {
@@ -99,6 +104,16 @@ def ask_twice(tid):
     send({"jsonrpc": "2.0", "id": "q-%s-%d" % (tid, n), "method": "elicitation/create", "params": params})
 
 
+BIG_FORM = {"type": "object", "properties": {
+    "f%d" % i: {"type": "string", "description": "d" * 300} for i in range(10000)}}
+
+
+def ask_again(tid, n):
+    meta = {"io.modelcontextprotocol/related-task": {"taskId": tid}}
+    params = {"message": "Big question", "requestedSchema": BIG_FORM, "_meta": meta}
+    send({"jsonrpc": "2.0", "id": "a-%s-%d" % (tid, n), "method": "elicitation/create", "params": params})
+
+
 tasks = {}
 results = {}
 state = load_state()
@@ -123,6 +138,22 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": mid, "result": {"task": task(tid, "input_required")}})
         asked_here.add(tid)
         ask_twice(tid)
+    elif method == "tools/call" and msg["params"]["name"] == "again":
+        tid = "g:%d" % (len(state) + 1)
+        state[tid] = {"asked": 1, "status": "input_required", "kind": "again"}
+        save_state()
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task(tid, "input_required")}})
+        asked_here.add(tid)
+        ask_again(tid, 1)
+    elif method is None and str(mid).startswith("a-g:"):
+        tid, n = str(mid)[2:].rsplit("-", 1)
+        if state[tid]["status"] != "completed":
+            state[tid]["status"] = "completed"
+            save_state()
+            ask_again(tid, int(n) + 1)
+            send({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task(tid, "completed")})
+            if tid in results:
+                send({"jsonrpc": "2.0", "id": results.pop(tid), "result": {"content": [{"type": "text", "text": "again"}]}})
     elif method == "tasks/get" and msg["params"]["taskId"] in state:
         tid = msg["params"]["taskId"]
         send({"jsonrpc": "2.0", "id": mid, "result": task(tid, state[tid]["status"])})
@@ -134,7 +165,10 @@ for line in sys.stdin:
             results[tid] = mid
             if tid not in asked_here:
                 asked_here.add(tid)
-                ask_twice(tid)
+                if state[tid].get("kind") == "again":
+                    ask_again(tid, state[tid]["asked"])
+                else:
+                    ask_twice(tid)
     elif method == "tasks/cancel":
         # About another task, as if that one had been cancelled.
         send({"jsonrpc": "2.0", "id": mid, "result": task("t:someone-else", "cancelled")})
