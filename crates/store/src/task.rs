@@ -270,6 +270,14 @@ pub struct Reclaimed {
     pub reason: String,
 }
 
+/// What a `dropped` marker says, in words: "3 earlier events were dropped".
+pub fn dropped_message(dropped: u64) -> String {
+    match dropped {
+        1 => "1 earlier event was dropped".to_owned(),
+        n => format!("{n} earlier events were dropped"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,13 +328,5 @@ mod tests {
             let logged = store.events(&task.id).unwrap().pop().unwrap();
             assert_eq!(logged.data["error"]["reason"], Value::String(reason.as_str().into()));
         }
-    }
-}
-
-/// What a `dropped` marker says, in words: "3 earlier events were dropped".
-pub fn dropped_message(dropped: u64) -> String {
-    match dropped {
-        1 => "1 earlier event was dropped".to_owned(),
-        n => format!("{n} earlier events were dropped"),
     }
 }
