@@ -47,6 +47,13 @@ impl Follow<'_> {
                 bar.clear();
                 return Ok(self.finish(&rec));
             }
+            // The store could not take the task's writes: the engine stopped driving it, and says
+            // which file and what to do.
+            if let Some(e) = self.engine.store_failure(id) {
+                bar.clear();
+                self.print_json(&rec);
+                return Err(e.into());
+            }
             if waiting(&rec) && self.still_waiting(&rec).await {
                 bar.clear();
                 match self.next_answer(&rec, &mut ctrl_c).await? {
@@ -73,13 +80,6 @@ impl Follow<'_> {
                     }
                     Next::Interrupted => return self.cancel(id).await,
                 }
-            }
-            // The store could not take the task's writes: the engine stopped driving it, and says
-            // which file and what to do.
-            if let Some(e) = self.engine.store_failure(id) {
-                bar.clear();
-                self.print_json(&rec);
-                return Err(e.into());
             }
             if let Some(reason) = self.engine.stalled(id) {
                 bar.clear();
@@ -112,8 +112,10 @@ impl Follow<'_> {
         let moved = |r: &TaskRecord| r.updated_at > rec.updated_at || r.status != rec.status;
         match tokio::time::timeout(SETTLE, self.engine.wait(&rec.id, moved)).await {
             Ok(Ok(now)) => !moved(&now),
-            // Nothing came (or the store says why on the next read): the question stands.
-            Ok(Err(_)) | Err(_) => true,
+            // The store failed meanwhile: the next look says how.
+            Ok(Err(_)) => false,
+            // Nothing came: the question stands.
+            Err(_) => true,
         }
     }
 
