@@ -76,6 +76,10 @@ pub enum Command {
         decline: bool,
         #[arg(long)]
         cancel: bool,
+        /// Prints the task record as JSON, as `run --json` does, whatever the exit code (`--json`
+        /// is the answer's content here).
+        #[arg(long)]
+        record: bool,
     },
     /// Cancels a task that has not ended.
     Cancel { task: String },

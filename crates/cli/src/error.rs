@@ -61,3 +61,22 @@ pub fn exit_for(status: TaskStatus) -> u8 {
 }
 
 pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskdeck_engine::StoreFault;
+
+    #[test]
+    fn a_store_that_cannot_take_writes_is_a_runtime_failure_with_the_engines_message() {
+        let e = EngineError::StoreUnwritable {
+            path: "/data/taskdeck.sqlite3".into(),
+            fault: StoreFault::DiskFull,
+            task: Some("t1".into()),
+            detail: "database or disk is full".into(),
+        };
+        let message = e.to_string();
+        let cli = CliError::from(e);
+        assert_eq!((cli.exit, cli.message), (EXIT_FAILED, message));
+    }
+}

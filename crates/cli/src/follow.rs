@@ -29,6 +29,9 @@ pub struct Follow<'a> {
 
 pub use taskdeck_engine::is_waiting_for_answer as waiting;
 
+/// How long a question must stay the task's last word before the CLI stops on it or asks it.
+const SETTLE: Duration = Duration::from_millis(300);
+
 impl Follow<'_> {
     /// Drives the task until it ends or waits on a question nobody here can answer, prints it,
     /// and returns the exit code its state maps to.
@@ -44,7 +47,14 @@ impl Follow<'_> {
                 bar.clear();
                 return Ok(self.finish(&rec));
             }
-            if waiting(&rec) {
+            // The store could not take the task's writes: the engine stopped driving it, and says
+            // which file and what to do.
+            if let Some(e) = self.engine.store_failure(id) {
+                bar.clear();
+                self.print_json(&rec);
+                return Err(e.into());
+            }
+            if waiting(&rec) && self.still_waiting(&rec).await {
                 bar.clear();
                 match self.next_answer(&rec, &mut ctrl_c).await? {
                     Next::Answer(input) => {
@@ -91,6 +101,21 @@ impl Follow<'_> {
                     return self.cancel(id).await;
                 }
             }
+        }
+    }
+
+    /// Whether the question is still the task's last word a moment later. A server can take an
+    /// answer, ask again and end the task in one breath (issue 10, item 10): the question is
+    /// recorded a moment before the end that was sent right behind it (a question of megabytes
+    /// takes a while to read), and leaving on it would report a finished task as waiting.
+    async fn still_waiting(&self, rec: &TaskRecord) -> bool {
+        let moved = |r: &TaskRecord| r.updated_at > rec.updated_at || r.status != rec.status;
+        match tokio::time::timeout(SETTLE, self.engine.wait(&rec.id, moved)).await {
+            Ok(Ok(now)) => !moved(&now),
+            // The store failed meanwhile: the next look says how.
+            Ok(Err(_)) => false,
+            // Nothing came: the question stands.
+            Err(_) => true,
         }
     }
 
@@ -185,7 +210,11 @@ impl Follow<'_> {
                 if let Some(why) = q.and_then(|q| no_form_reason(&q.asks)) {
                     text.push_str(&format!("  ({why})\n"));
                 }
-                Some(serde_json::json!({}))
+                // A question too large to show can only be declined: no accepting hint.
+                match q.map(|q| &q.asks) {
+                    Some(Asks::TooLarge { .. }) => None,
+                    _ => Some(serde_json::json!({})),
+                }
             }
         };
         let cmd = format!("taskdeck-cli{} answer {}", self.invocation, rec.id);

@@ -116,7 +116,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Show { task, json } => {
             let store = read_store(&paths)?.ok_or_else(|| CliError::runtime(format!("no task with id {task}")))?;
             let rec = store.resolve_prefix(&task).map_err(not_found)?;
-            let events = store.events(&rec.id)?;
+            let events = output::shown_events(store.events(&rec.id)?);
             if json {
                 output::print_json(&output::TaskWithEvents { task: &rec, events: &events });
             } else {
@@ -222,7 +222,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             tracing::info!(task = %rec.id, "started");
             follow(prepared.answers, json).run(&rec.id).await
         }
-        Command::Answer { task, decline, cancel, .. } => {
+        Command::Answer { task, decline, cancel, record, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
             let input = match (prepared.accept, decline, cancel) {
                 (Some(content), _, _) => AnswerInput::Accept(content),
@@ -231,8 +231,14 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
                 // clap's group requires one of the three.
                 (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
             };
-            engine.answer(&rec.id, input).await?;
-            follow(VecDeque::new(), false).run(&rec.id).await
+            if let Err(e) = engine.answer(&rec.id, input).await {
+                // Refused or not delivered: a script still learns where the task is.
+                if record {
+                    output::print_json(&engine.get(&rec.id).unwrap_or(rec));
+                }
+                return Err(e.into());
+            }
+            follow(VecDeque::new(), record).run(&rec.id).await
         }
         Command::Cancel { task } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
@@ -240,6 +246,12 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             match after.status {
                 taskdeck_protocol::TaskStatus::Cancelled => {
                     println!("task {} cancelled", after.id);
+                    // Cancelled here, but the server did not confirm it: the engine says why.
+                    if let Some(why) =
+                        after.status_message.as_deref().filter(|m| *m != taskdeck_engine::CANCELLED_BY_USER)
+                    {
+                        terminal::err(&format!("task {}: {why}\n", after.id));
+                    }
                     Ok(EXIT_COMPLETED)
                 }
                 // The server had finished it before the cancel arrived.

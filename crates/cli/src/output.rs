@@ -15,6 +15,20 @@ pub struct TaskWithEvents<'a> {
     pub events: &'a [TaskEvent],
 }
 
+/// The events as `show` prints them: a `dropped` marker says in words how many it counts, also
+/// when an older Taskdeck wrote it without the words.
+pub fn shown_events(mut events: Vec<TaskEvent>) -> Vec<TaskEvent> {
+    for e in &mut events {
+        if e.kind == taskdeck_store::EventKind::Dropped
+            && let Some(n) = e.data.get("dropped").and_then(Value::as_u64)
+            && let Some(data) = e.data.as_object_mut()
+        {
+            data.entry("message").or_insert_with(|| Value::String(taskdeck_store::dropped_message(n)));
+        }
+    }
+    events
+}
+
 pub fn print_json(value: &impl Serialize) {
     match serde_json::to_string_pretty(value) {
         Ok(s) => println!("{s}"),
@@ -291,6 +305,7 @@ fn event_detail(e: &TaskEvent) -> String {
         }),
         "failed" => s("/error/message"),
         "cancelled" | "reclaimed" => s("/reason"),
+        "dropped" => d.get("dropped").and_then(Value::as_u64).map(taskdeck_store::dropped_message),
         _ => None,
     };
     one_line(&text.unwrap_or_default(), 100)

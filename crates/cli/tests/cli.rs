@@ -1063,3 +1063,100 @@ fn a_server_pinned_to_an_era_in_the_config_speaks_that_era() {
     assert_eq!(out.code, 2, "{out:?}");
     assert!(out.json()[0]["error"].as_str().unwrap().contains("mcpServers.demo.era"), "{out:?}");
 }
+
+#[test]
+fn answer_record_prints_the_task_record_whatever_the_exit_code() {
+    let (env, _) = hostile();
+    let out = env.run(&["run", "hostile", "twice"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+    // The answer leads to a second question: still waiting (3), and the record says which task.
+    let out = env.run(&["answer", &id, "--json", r#"{"x": "one"}"#, "--record"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let t = out.json();
+    assert_eq!((t["id"].as_str(), t["status"].as_str()), (Some(id.as_str()), Some("input_required")), "{t}");
+    assert_eq!(t["question"]["request"]["params"]["message"], "Question 2", "{t}");
+    assert!(out.stderr.contains("answer with: "), "the person still gets the hint: {out:?}");
+
+    let out = env.run(&["answer", &id, "--json", r#"{"x": "two"}"#, "--record"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!((t["id"].as_str(), t["status"].as_str()), (Some(id.as_str()), Some("completed")), "{t}");
+    assert_eq!(t["result"]["content"][0]["text"], "twice");
+
+    // Refused (the task has ended): exit 1, and the record still.
+    let out = env.run(&["answer", &id, "--decline", "--record"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert_eq!(out.json()["status"], "completed", "{out:?}");
+
+    // Without the flag, nothing but the result's text on stdout, as before.
+    let env = Env::demo();
+    assert_eq!(env.run(&["run", "demo", "diagnose_incident"]).code, 3);
+    let id = id_of(&env.tasks()[0]);
+    let out = env.run(&["answer", &id, "--json", r#"{"service": "auth"}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(serde_json::from_str::<Value>(&out.stdout).is_err(), "{out:?}");
+    let help = env.run(&["answer", "--help"]);
+    assert!(help.stdout.contains("--record"), "{help:?}");
+}
+
+#[test]
+fn a_cancel_answered_about_another_task_is_said_so_and_nothing_of_it_is_applied() {
+    let (env, _) = hostile();
+    let out = env.run(&["run", "hostile", "twice"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+    let out = env.run(&["cancel", &id]);
+    assert_eq!(out.code, 0, "cancelled here: {out:?}");
+    assert_nothing_raw(&out);
+    assert!(out.stderr.contains("answered the cancel about another task (\"t:someone-else\")"), "{out:?}");
+    assert!(out.stderr.contains("nothing of its answer was applied"), "{out:?}");
+    assert!(!out.stderr.contains("could not be reached"), "{out:?}");
+    let t = env.show(&id);
+    assert_eq!(t["status"], "cancelled", "{t}");
+    let statuses: Vec<&str> = t["events"].as_array().unwrap().iter().filter_map(|e| e["to_status"].as_str()).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == "cancelled").count(), 1, "only our own cancel: {statuses:?}");
+}
+
+#[test]
+fn show_says_how_many_earlier_events_were_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/support/bounds_server.py");
+    let entry = json!({"command": "python3", "args": [script.display().to_string()]});
+    let config = write_servers_config(&dir.path().join("servers.json"), [("bounds", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let out = env.run(&["run", "bounds", "chatty", "--args", r#"{"messages": 1500}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = id_of(&env.tasks()[0]);
+
+    let t = env.show(&id);
+    let marker = t["events"].as_array().unwrap().iter().find(|e| e["kind"] == "dropped").expect("a marker").clone();
+    let n = marker["data"]["dropped"].as_u64().unwrap();
+    assert!(n > 400, "{marker}");
+    let words = format!("{n} earlier events were dropped");
+    assert_eq!(marker["data"]["message"], words.as_str(), "{marker}");
+
+    let out = env.run(&["show", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let line = out.stdout.lines().find(|l| l.contains(" dropped ")).expect("the marker's line");
+    assert!(line.ends_with(&words), "{line}");
+}
+
+/// Issue 10, item 10: the server takes the answer, asks the same multi-megabyte question again and
+/// completes the task in the same moment; the answer must not be reported as still waiting.
+#[test]
+fn an_answer_the_server_took_is_not_reported_as_waiting_when_a_big_question_comes_again() {
+    let (env, _) = hostile();
+    for _ in 0..3 {
+        let out = env.run(&["run", "hostile", "again"]);
+        assert_eq!(out.code, 3, "{out:?}");
+        assert!(!out.stderr.contains("--json"), "too large to accept: {out:?}");
+        let id = id_of(&env.tasks()[0]);
+        let out = env.run(&["answer", &id, "--decline", "--record"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        assert_eq!(out.json()["status"], "completed", "{out:?}");
+        let t = env.show(&id);
+        let answers = t["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "answer").count();
+        assert_eq!(answers, 1, "{t}");
+    }
+}

@@ -56,7 +56,10 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
             message: s.status_message.clone(),
             server_status,
         })),
-        TaskStatus::InputRequired => match s.questions.iter().find(|q| q.is_elicitation()) {
+        TaskStatus::InputRequired => match s.questions.iter().find(|q| q.is_elicitation() && !answered(rec, q)) {
+            // Only what was answered already: the server has not taken the answer into its list
+            // yet (its acknowledgement is eventually consistent), which is no news.
+            None if s.questions.iter().any(|q| q.is_elicitation()) => {}
             Some(q) => {
                 let asked = ask(q, s.status_message.clone());
                 let repeated = matches!(&asked, Action::Ask { update: Update::Question { question, message }, .. }
@@ -101,6 +104,13 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
         })),
     }
     out
+}
+
+/// Whether the listed question is the one the task's last answer answered. Only a modern key says
+/// so: it is unique for the task's lifetime (the extension asks clients to de-duplicate keys across
+/// polls), while a legacy request id may come again, from a restarted server, for a new question.
+fn answered(rec: &TaskRecord, q: &Question) -> bool {
+    matches!(q.key, QuestionKey::InputKey(_)) && rec.answer.as_ref().is_some_and(|a| a.key == q.key.to_text())
 }
 
 /// The question a server asked, as recorded: kept whole under its key so its form can be rebuilt
@@ -222,6 +232,11 @@ mod tests {
         use TaskStatus::*;
         let legacy_q = question(QuestionKey::Request(RequestId::Number(7)));
         let modern_q = question(QuestionKey::InputKey("colour".into()));
+        let other_q = question(QuestionKey::InputKey("size".into()));
+        let answered_with = |mut r: TaskRecord, q: &Question| {
+            r.answer = Some(taskdeck_store::Answer { key: q.key.to_text(), response: json!({"action": "decline"}) });
+            r
+        };
         let open = Context { latest_message: None, question_open: true };
         let with = |mut s: TaskSnapshot, f: &dyn Fn(&mut TaskSnapshot)| {
             f(&mut s);
@@ -321,6 +336,27 @@ mod tests {
                 open.clone(),
                 with(snap(InputRequired, Some("Need a colour")), &listed(&modern_q)),
                 vec![],
+            ),
+            (
+                "a modern question listed again after its answer is no news (the ack is eventually consistent)",
+                answered_with(record(Working, None, None), &modern_q),
+                Context::default(),
+                with(snap(InputRequired, Some("Need a colour")), &listed(&modern_q)),
+                vec![],
+            ),
+            (
+                "beside the one answered, a new modern question is asked",
+                answered_with(record(Working, None, None), &modern_q),
+                Context::default(),
+                with(snap(InputRequired, None), &|s| s.questions = vec![modern_q.clone(), other_q.clone()]),
+                vec![ask(&other_q, None)],
+            ),
+            (
+                "a legacy request id may come again for a new question: it is asked",
+                answered_with(record(Working, None, None), &legacy_q),
+                Context::default(),
+                with(snap(InputRequired, None), &listed(&legacy_q)),
+                vec![ask(&legacy_q, None)],
             ),
             (
                 "completed with its result",

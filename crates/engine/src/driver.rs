@@ -26,31 +26,55 @@ enum Step {
     Lost,
     /// Re-attaching failed on a live session; tried again until `poll_give_up` says otherwise.
     Trouble(ClientError),
+    /// The store cannot take the task's writes: stop, and send nothing more for it.
+    Halted,
+}
+
+/// Why a driver stopped before the task ended.
+enum Left {
+    /// Nobody can drive it now (its server is gone from the config or out of reach).
+    Pending(String),
+    /// The store cannot take its writes; the gate has said so once, and its waiters know.
+    Halted(String),
 }
 
 pub(crate) async fn drive(hub: Arc<Hub>, id: String, mut rx: mpsc::UnboundedReceiver<DriverMsg>) {
     let outcome = drive_until_end(&hub, &id, &mut rx).await;
-    hub.live.driver_ended(&id, outcome.as_ref().err().cloned());
+    let stalled = match &outcome {
+        Ok(()) => None,
+        Err(Left::Pending(reason) | Left::Halted(reason)) => Some(reason.clone()),
+    };
+    hub.live.driver_ended(&id, stalled);
     // A task that ended was published with its end; one left pending is published again so
     // whoever waits on it learns that nobody drives it any more.
-    if let Err(reason) = outcome {
-        tracing::warn!(task = %id, %reason, "task left pending");
-        hub.gate.republish(&id);
+    match outcome {
+        Ok(()) => {}
+        Err(Left::Pending(reason)) => {
+            tracing::warn!(task = %id, %reason, "task left pending");
+            hub.gate.republish(&id);
+        }
+        Err(Left::Halted(_)) => hub.gate.republish(&id),
     }
 }
 
-async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedReceiver<DriverMsg>) -> Result<(), String> {
+async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedReceiver<DriverMsg>) -> Result<(), Left> {
     // Since when re-attaching has failed without a break.
     let mut troubled_since: Option<Instant> = None;
     loop {
-        let rec = hub.gate.get(id).map_err(|e| e.to_string())?;
+        if let Some(e) = hub.gate.halted(id) {
+            return Err(Left::Halted(e.to_string()));
+        }
+        let rec = hub.gate.get(id).map_err(|e| match e {
+            e @ EngineError::StoreUnwritable { .. } => Left::Halted(e.to_string()),
+            e => Left::Pending(e.to_string()),
+        })?;
         if rec.status.is_terminal() {
             return Ok(());
         }
         hub.live.drives_on(id, &rec.server);
         let Some(server) = hub.servers.get(&rec.server) else {
             // Left pending, not failed: the server may come back with the next config change.
-            return Err(format!("server {:?} is not in the config", rec.server));
+            return Err(Left::Pending(format!("server {:?} is not in the config", rec.server)));
         };
         let session = match server.session(hub.opts.server_wait).await {
             Ok(s) => s,
@@ -60,14 +84,18 @@ async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedRecei
                     .apply_quietly(id, failure(None, format!("not started: {e}"), FailureReason::ServerUnavailable));
                 return Ok(());
             }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(Left::Pending(e.to_string())),
         };
         let step = match rec.remote_task_id.clone() {
             None => start(hub, &session, &rec, rx).await,
             Some(remote) => attach(hub, &session, &rec, &remote, rx).await,
         };
+        if let Some(e) = hub.gate.halted(id) {
+            return Err(Left::Halted(e.to_string()));
+        }
         match step {
             Step::Done => return Ok(()),
+            Step::Halted => return Err(Left::Halted(format!("the store cannot record task {id}"))),
             Step::Lost => {
                 troubled_since = None;
                 tokio::time::sleep(Duration::from_millis(50)).await
@@ -108,20 +136,26 @@ async fn start(
     // result: an answer the server took is recorded before the result it led to.
     let started = loop {
         tokio::select! {
-            started = &mut call => break started,
+            started = &mut call => break Some(started),
             msg = rx.recv() => match msg {
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
                 Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
                 // Reports are routed by remote id, which this task does not have yet.
                 Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {}
                 // The engine is shutting down: the call still ends, with its server.
-                None => break (&mut call).await,
+                None => break Some((&mut call).await),
             },
+        }
+        // A plain call's question or answer the store could not take: what the call brings
+        // could not be recorded either.
+        if hub.gate.halted(&rec.id).is_some() {
+            break None;
         }
     };
     if plain {
         hub.live.call_ended(&rec.server, &rec.id);
     }
+    let Some(started) = started else { return Step::Halted };
     let era = session.era();
     match started {
         Ok(Started::Task(handle)) => {
@@ -133,6 +167,10 @@ async fn start(
                 handle.poll_interval_ms,
             ) {
                 Ok(r) => r,
+                Err(e @ EngineError::StoreUnwritable { .. }) => {
+                    tracing::debug!(task = %rec.id, "handle not recorded: {e}");
+                    return Step::Halted;
+                }
                 Err(e) => {
                     tracing::debug!(task = %rec.id, "handle not recorded: {e}");
                     return Step::Done;
@@ -215,8 +253,12 @@ async fn follow(
     // A poll sent before an answer was acknowledged may still show the question answered since.
     let mut answered_at: Option<Instant> = None;
     loop {
+        if hub.gate.halted(&id).is_some() {
+            return Step::Halted;
+        }
         let rec = match hub.gate.get(&id) {
             Ok(r) if !r.status.is_terminal() => r,
+            Err(EngineError::StoreUnwritable { .. }) => return Step::Halted,
             _ => return Step::Done,
         };
         tokio::select! {

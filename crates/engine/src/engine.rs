@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use taskdeck_client::QuestionKey;
+use taskdeck_client::{ClientError, QuestionKey};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{TaskSupport, Tool};
@@ -34,6 +34,9 @@ use crate::supervisor::{LogLine, Server, ServerStatus};
 
 pub use crate::event::EngineEvent;
 pub use crate::options::EngineOptions;
+
+/// The reason a cancel the server took is recorded with; any other reason says what went wrong.
+pub const CANCELLED_BY_USER: &str = "cancelled by the user";
 
 /// Whether a task is waiting for the user: it needs input and the server's question is known.
 /// (A legacy server may report `input_required` a moment before its question arrives.)
@@ -202,6 +205,8 @@ impl Engine {
     /// re-attached (questions come back with their forms); a plain call or a task the server never
     /// confirmed cannot be continued and is failed, saying so. Returns the non-terminal tasks.
     pub async fn resume(&self) -> Result<Vec<TaskRecord>> {
+        // Tasks the store could not take a write for are tried again: the user may have made room.
+        self.hub.gate.clear_halts();
         let mut out = Vec::new();
         for rec in self.store().non_terminal()? {
             if self.hub.live.has_driver(&rec.id) {
@@ -245,6 +250,12 @@ impl Engine {
         self.hub.live.stalled(id)
     }
 
+    /// The store could not take a write for the task (a full disk, a damaged file), so it is no
+    /// longer driven: [`EngineError::StoreUnwritable`], naming the file and what to do.
+    pub fn store_failure(&self, id: &str) -> Option<EngineError> {
+        self.hub.gate.halted(id)
+    }
+
     /// Waits until `done` holds for the task, or its driver stops without an end (then returns the
     /// record as it is; see [`Engine::stalled`]).
     pub async fn wait(&self, id: &str, done: impl Fn(&TaskRecord) -> bool) -> Result<TaskRecord> {
@@ -252,6 +263,9 @@ impl Engine {
         let mut watch = self.hub.gate.watch(id);
         let mut rec = self.hub.gate.get(id)?;
         loop {
+            if let Some(e) = self.store_failure(id) {
+                return Err(e);
+            }
             if done(&rec) || rec.status.is_terminal() || self.stalled(id).is_some() {
                 return Ok(rec);
             }
@@ -276,6 +290,9 @@ impl Engine {
     /// by the task's driver, in turn with the server's reports, so its event is in the log
     /// before anything the server said after it.
     pub async fn answer(&self, id: &str, input: AnswerInput) -> Result<TaskRecord> {
+        if let Some(e) = self.store_failure(id) {
+            return Err(e);
+        }
         let rec = self.hub.gate.get(id)?;
         let question = match (&rec.question, rec.status) {
             (Some(q), TaskStatus::InputRequired) => q.clone(),
@@ -308,8 +325,11 @@ impl Engine {
         {
             return outcome;
         }
-        // The driver stopped before it could deliver the answer: the task ended, or its server
-        // is out of reach.
+        // The driver stopped before it could deliver the answer: the task ended, the store could
+        // not take its writes, or its server is out of reach.
+        if let Some(e) = self.store_failure(id) {
+            return Err(e);
+        }
         let now = self.hub.gate.get(id)?;
         if !is_waiting_for_answer(&now) {
             return Err(refused(&now, Attempt::Answer, "the task is no longer waiting for an answer").into());
@@ -349,17 +369,32 @@ impl Engine {
     /// Cancels a task. Refused for a task that has ended. The server is asked first; when it
     /// cannot be reached the task is still marked cancelled here, and the reason says so.
     pub async fn cancel(&self, id: &str) -> Result<TaskRecord> {
+        // Nothing more is sent for a task the store cannot record: the server would cancel what
+        // the store still shows running.
+        if let Some(e) = self.store_failure(id) {
+            return Err(e);
+        }
         let rec = self.hub.gate.get(id)?;
         if rec.status.is_terminal() {
             return Err(refused(&rec, Attempt::Cancel, format!("{} is final", rec.status)).into());
         }
-        let mut reason = "cancelled by the user".to_owned();
+        let mut reason = CANCELLED_BY_USER.to_owned();
         if let Some(remote) = &rec.remote_task_id {
             let session = self.server(&rec.server)?.session(Duration::from_secs(10)).await;
             match session {
                 Ok(session) => {
                     let said = match session.cancel_task(remote).await {
                         Ok(said) => said,
+                        // Its answer may say anything about our task, so none of it is used: ours
+                        // may still run there.
+                        Err(ClientError::WrongTask { server, answered, .. }) => {
+                            reason = format!(
+                                "cancelled here only: server {server:?} answered the cancel about another task \
+                                 ({answered:?}), so nothing of its answer was applied and the task may still \
+                                 run there"
+                            );
+                            None
+                        }
                         // Already over on the server (-32602): learn how it really ended.
                         Err(e) => match session.get_task(remote).await {
                             Ok(s) => Some(s),

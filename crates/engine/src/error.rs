@@ -1,3 +1,5 @@
+use std::path::PathBuf;
+
 use serde::Serialize;
 use taskdeck_client::ClientError;
 use taskdeck_protocol::TaskStatus;
@@ -26,6 +28,45 @@ pub enum EngineError {
     InvalidAnswer { path: String, message: String },
     #[error("task {id}: the server has not asked its question again yet ({detail})")]
     QuestionNotLive { id: String, detail: String },
+    /// The store cannot take the task's next write (a full disk, a damaged file): Taskdeck stopped
+    /// driving the task, which stays recorded as it was, and sends nothing more for it.
+    #[error("{}", unwritable_message(path, *fault, task.as_deref(), detail))]
+    StoreUnwritable { path: PathBuf, fault: StoreFault, task: Option<String>, detail: String },
+}
+
+/// Why the store cannot be written: the two store failures no retry can get past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFault {
+    DiskFull,
+    Damaged,
+}
+
+impl StoreFault {
+    /// The fault a store error is, if it is one; anything else may pass with another try.
+    pub fn of(e: &StoreError) -> Option<StoreFault> {
+        match e {
+            StoreError::DiskFull(_) => Some(StoreFault::DiskFull),
+            StoreError::Damaged { .. } => Some(StoreFault::Damaged),
+            _ => None,
+        }
+    }
+}
+
+fn unwritable_message(path: &std::path::Path, fault: StoreFault, task: Option<&str>, detail: &str) -> String {
+    let (what, fix) = match fault {
+        StoreFault::DiskFull => ("the disk holding the task store is full", "free some disk space"),
+        StoreFault::Damaged => {
+            ("the task store is damaged", "restore the file from a backup (or move it aside for a new one)")
+        }
+    };
+    match task {
+        Some(id) => format!(
+            "{}: {what} ({detail}); Taskdeck stopped driving task {id}, which stays recorded as it was: {fix}, \
+             then run `taskdeck-cli resume`",
+            path.display()
+        ),
+        None => format!("{}: {what} ({detail}); nothing was recorded or sent: {fix}, then run again", path.display()),
+    }
 }
 
 /// The kind of a failure, for a front end to act on without reading the message. Serialised as the
@@ -50,6 +91,10 @@ pub enum ErrorCode {
     InvalidArguments,
     InvalidAnswer,
     QuestionNotLive,
+    /// The disk holding the store is full: nothing more is written until there is room.
+    DiskFull,
+    /// The store file is damaged: it needs a backup or a new file.
+    Damaged,
     // The store's kinds, named as `StoreError::code` names them.
     NotSqlite,
     ForeignDatabase,
@@ -87,6 +132,8 @@ impl ErrorCode {
             ErrorCode::InvalidArguments => "invalid_arguments",
             ErrorCode::InvalidAnswer => "invalid_answer",
             ErrorCode::QuestionNotLive => "question_not_live",
+            ErrorCode::DiskFull => "disk_full",
+            ErrorCode::Damaged => "damaged",
             ErrorCode::NotSqlite => "not_sqlite",
             ErrorCode::ForeignDatabase => "foreign_database",
             ErrorCode::DatabaseTooNew => "database_too_new",
@@ -118,10 +165,9 @@ impl From<&StoreError> for ErrorCode {
             StoreError::NotSqlite { .. } => ErrorCode::NotSqlite,
             StoreError::Foreign { .. } => ErrorCode::ForeignDatabase,
             StoreError::TooNew { .. } => ErrorCode::DatabaseTooNew,
-            // No codes of their own yet (the set is shared with the UI's bindings): a damaged file is
-            // the store's corruption, a full disk an I/O failure; the message says which.
-            StoreError::Damaged { .. } => ErrorCode::Corrupt,
-            StoreError::Io { .. } | StoreError::DiskFull(_) => ErrorCode::Io,
+            StoreError::Damaged { .. } => ErrorCode::Damaged,
+            StoreError::DiskFull(_) => ErrorCode::DiskFull,
+            StoreError::Io { .. } => ErrorCode::Io,
             StoreError::Migration { .. } => ErrorCode::Migration,
             StoreError::NotFound { .. } => ErrorCode::NotFound,
             StoreError::Ambiguous { .. } => ErrorCode::AmbiguousPrefix,
@@ -164,6 +210,8 @@ impl EngineError {
             EngineError::InvalidArguments { .. } => ErrorCode::InvalidArguments,
             EngineError::InvalidAnswer { .. } => ErrorCode::InvalidAnswer,
             EngineError::QuestionNotLive { .. } => ErrorCode::QuestionNotLive,
+            EngineError::StoreUnwritable { fault: StoreFault::DiskFull, .. } => ErrorCode::DiskFull,
+            EngineError::StoreUnwritable { fault: StoreFault::Damaged, .. } => ErrorCode::Damaged,
         }
     }
 
@@ -236,12 +284,35 @@ mod tests {
             StoreError::NotSqlite { path: "/s".into(), reason: "x".into() },
             StoreError::Foreign { path: "/s".into(), reason: "x".into() },
             StoreError::Io { path: "/s".into(), source: std::io::Error::other("x") },
+            StoreError::Damaged { path: None, reason: "x".into() },
         ];
         for e in &failures {
             let code = ErrorCode::from(e);
             assert_eq!(code.as_str(), e.code());
             assert_eq!(serde_json::to_value(code).unwrap(), e.code());
         }
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_written_names_its_file_and_what_to_do() {
+        let full = EngineError::StoreUnwritable {
+            path: "/data/taskdeck.sqlite3".into(),
+            fault: StoreFault::DiskFull,
+            task: Some("t1".into()),
+            detail: "database or disk is full".into(),
+        };
+        let text = full.to_string();
+        assert!(text.starts_with("/data/taskdeck.sqlite3: the disk holding the task store is full"), "{text}");
+        assert!(text.contains("task t1") && text.ends_with("free some disk space, then run `taskdeck-cli resume`"));
+        assert_eq!(full.code(), ErrorCode::DiskFull);
+        let damaged = EngineError::StoreUnwritable {
+            path: "/s".into(),
+            fault: StoreFault::Damaged,
+            task: None,
+            detail: "malformed".into(),
+        };
+        assert!(damaged.to_string().contains("nothing was recorded or sent"), "{damaged}");
+        assert_eq!(damaged.code().as_str(), "damaged");
     }
 
     #[test]

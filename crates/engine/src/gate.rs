@@ -6,6 +6,12 @@
 //! together in one transaction per flush. Any other write to a task first takes what waits for
 //! it into the same transaction, so the log keeps every message in order and a task's final
 //! progress lands before its result.
+//!
+//! A write the store cannot take for good (a full disk, a damaged file: [`StoreFault`]) halts the
+//! task it was for: the gate writes nothing more for it, its driver stops (so nothing more is sent
+//! to the server for it), and every waiter gets [`EngineError::StoreUnwritable`]. The task stays
+//! recorded where it was until `resume` tries again. Retrying such a write is what a user met as
+//! "database or disk is full" once a second for ever.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -14,7 +20,7 @@ use taskdeck_protocol::{Era, TaskStatus};
 use taskdeck_store::{NewTask, Progress, Store, StoreError, TaskRecord, Update};
 use tokio::sync::{broadcast, watch};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, StoreFault};
 use crate::event::EngineEvent;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -37,6 +43,14 @@ pub(crate) struct Gate {
     /// Held while deferred writes are taken and written, so a task's deferred writes always land
     /// before (never after) the next update applied to it.
     writing: Mutex<()>,
+    /// Tasks whose write the store could not take, and why; nothing more is written for them.
+    halted: Mutex<HashMap<String, Halt>>,
+}
+
+#[derive(Debug, Clone)]
+struct Halt {
+    fault: StoreFault,
+    detail: String,
 }
 
 #[derive(Default)]
@@ -50,7 +64,61 @@ struct Deferred {
 impl Gate {
     pub fn new(store: Store) -> Gate {
         let (events, _) = broadcast::channel(4096);
-        Gate { store, events, watched: Arc::default(), deferred: Mutex::default(), writing: Mutex::new(()) }
+        Gate {
+            store,
+            events,
+            watched: Arc::default(),
+            deferred: Mutex::default(),
+            writing: Mutex::new(()),
+            halted: Mutex::default(),
+        }
+    }
+
+    /// Why the task's writes stopped, if the store could not take one of them.
+    pub fn halted(&self, id: &str) -> Option<EngineError> {
+        let halt = lock(&self.halted).get(id).cloned()?;
+        Some(self.unwritable(Some(id), halt))
+    }
+
+    /// Lets halted tasks be written again (after the user freed space): each is halted anew by its
+    /// next write if the store still cannot take it.
+    pub fn clear_halts(&self) {
+        lock(&self.halted).clear();
+    }
+
+    fn unwritable(&self, id: Option<&str>, halt: Halt) -> EngineError {
+        EngineError::StoreUnwritable {
+            path: self.store.path().to_owned(),
+            fault: halt.fault,
+            task: id.map(str::to_owned),
+            detail: halt.detail,
+        }
+    }
+
+    /// What a failed write means: a fault of the store halts the task.
+    fn failed(&self, id: &str, e: StoreError) -> EngineError {
+        match StoreFault::of(&e) {
+            Some(fault) => self.halt(id, Halt { fault, detail: fault_detail(&e) }),
+            None => e.into(),
+        }
+    }
+
+    /// Halts the task: logged once, its deferred writes dropped, its waiters woken to learn so.
+    fn halt(&self, id: &str, halt: Halt) -> EngineError {
+        let first = lock(&self.halted).insert(id.to_owned(), halt.clone()).is_none();
+        let error = self.unwritable(Some(id), halt);
+        if first {
+            tracing::error!(task = id, "{error}");
+            {
+                let mut deferred = lock(&self.deferred);
+                deferred.messages.remove(id);
+                deferred.progress.remove(id);
+            }
+            if let Some(watch) = lock(&self.watched).get(id) {
+                watch.send_modify(|_| {});
+            }
+        }
+        error
     }
 
     /// For reading. Writes go through the gate's own methods.
@@ -59,7 +127,7 @@ impl Gate {
     }
 
     pub fn get(&self, id: &str) -> Result<TaskRecord> {
-        Ok(self.store.get(id)?)
+        self.store.get(id).map_err(|e| self.failed(id, e))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
@@ -89,7 +157,11 @@ impl Gate {
     }
 
     pub fn create(&self, new: NewTask) -> Result<TaskRecord> {
-        let rec = self.store.create_task(new)?;
+        let rec = self.store.create_task(new).map_err(|e| match StoreFault::of(&e) {
+            // Nothing was recorded, so there is no task to halt: the command ends with it.
+            Some(fault) => self.unwritable(None, Halt { fault, detail: fault_detail(&e) }),
+            None => e.into(),
+        })?;
         self.publish(&rec);
         Ok(rec)
     }
@@ -103,7 +175,10 @@ impl Gate {
         ttl_ms: Option<i64>,
         poll_interval_ms: Option<i64>,
     ) -> Result<TaskRecord> {
-        let rec = self.store.set_remote(id, era, remote, ttl_ms, poll_interval_ms)?;
+        if let Some(e) = self.halted(id) {
+            return Err(e);
+        }
+        let rec = self.store.set_remote(id, era, remote, ttl_ms, poll_interval_ms).map_err(|e| self.failed(id, e))?;
         self.publish(&rec);
         Ok(rec)
     }
@@ -111,23 +186,27 @@ impl Gate {
     /// Applies one update and publishes the result. A refusal is returned, not published. The
     /// task's deferred messages and progress are written first, in the same transaction.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
+        if let Some(e) = self.halted(id) {
+            return Err(e);
+        }
         let _writing = lock(&self.writing);
         let mut batch = self.take_deferred(id);
         if batch.is_empty() {
-            let rec = self.store.apply(id, update)?;
+            let rec = self.store.apply(id, update).map_err(|e| self.failed(id, e))?;
             self.publish(&rec);
             return Ok(rec);
         }
         batch.push((id.to_owned(), update));
-        let mut results = self.store.apply_batch(batch)?;
+        let mut results = self.store.apply_batch(batch).map_err(|e| self.failed(id, e))?;
         let last = results.pop().ok_or_else(|| StoreError::NotFound { id: id.to_owned() })?;
         for r in results {
             match r {
                 Ok(rec) => self.publish(&rec),
+                Err(e) if StoreFault::of(&e).is_some() => return Err(self.failed(id, e)),
                 Err(e) => tracing::debug!(task = id, "deferred update not applied: {e}"),
             }
         }
-        let rec = last?;
+        let rec = last.map_err(|e| self.failed(id, e))?;
         self.publish(&rec);
         Ok(rec)
     }
@@ -141,6 +220,8 @@ impl Gate {
                 tracing::debug!(task = id, "update not applied: {e}");
                 None
             }
+            // Logged once, when the task was halted; its driver stops on it.
+            Err(EngineError::StoreUnwritable { .. }) => None,
             Err(e) => {
                 tracing::error!(task = id, "could not record an update: {e}");
                 None
@@ -159,12 +240,18 @@ impl Gate {
     /// progress notification is decoded by the session, not by a snapshot, so its message is cut
     /// here rather than held whole until the flush.
     pub fn defer_progress(&self, id: &str, mut progress: Progress) {
+        if lock(&self.halted).contains_key(id) {
+            return;
+        }
         progress.message = progress.message.map(taskdeck_protocol::limits::progress_message);
         lock(&self.deferred).progress.insert(id.to_owned(), progress);
     }
 
     /// A new status message on a task that stays `working`, for the next flush.
     pub fn defer_message(&self, id: &str, message: Option<String>, server_status: Option<String>) {
+        if lock(&self.halted).contains_key(id) {
+            return;
+        }
         let update = Update::Status { status: TaskStatus::Working, message, server_status };
         let full = {
             let mut deferred = lock(&self.deferred);
@@ -181,13 +268,36 @@ impl Gate {
     fn write_deferred(&self, id: &str) {
         let _writing = lock(&self.writing);
         let batch = self.take_deferred(id);
+        self.write_batch(batch);
+    }
+
+    /// Writes deferred updates in one transaction and publishes what landed. A fault of the store
+    /// halts the tasks it hit (all of the batch when the transaction itself failed); any other
+    /// failure loses only what was deferred, which the next report brings again.
+    fn write_batch(&self, batch: Vec<(String, Update)>) {
+        let ids: Vec<String> = batch.iter().map(|(id, _)| id.clone()).collect();
         match self.store.apply_batch(batch) {
             Ok(results) => {
-                for r in results.into_iter().flatten() {
-                    self.publish(&r);
+                for (id, r) in ids.iter().zip(results) {
+                    match r {
+                        Ok(rec) => self.publish(&rec),
+                        Err(e) if StoreFault::of(&e).is_some() => {
+                            self.failed(id, e);
+                        }
+                        Err(e) => tracing::debug!(task = %id, "deferred update not applied: {e}"),
+                    }
                 }
             }
-            Err(e) => tracing::error!(task = id, "could not record status messages: {e}"),
+            Err(e) => match StoreFault::of(&e) {
+                Some(fault) => {
+                    let halt = Halt { fault, detail: fault_detail(&e) };
+                    let mut seen = std::collections::HashSet::new();
+                    for id in ids.iter().filter(|id| seen.insert(id.as_str())) {
+                        self.halt(id, halt.clone());
+                    }
+                }
+                None => tracing::error!("could not record progress and status messages: {e}"),
+            },
         }
     }
 
@@ -212,20 +322,21 @@ impl Gate {
         if updates.is_empty() {
             return;
         }
-        match self.store.apply_batch(updates) {
-            Ok(results) => {
-                for r in results.into_iter().flatten() {
-                    self.publish(&r);
-                }
-            }
-            Err(e) => tracing::error!("could not record progress: {e}"),
-        }
+        self.write_batch(updates);
     }
 
     /// Subscribes to one task's publishes.
     pub fn watch(&self, id: &str) -> TaskWatch {
         let rx = lock(&self.watched).entry(id.to_owned()).or_insert_with(|| watch::channel(None).0).subscribe();
         TaskWatch { watched: self.watched.clone(), id: id.to_owned(), rx }
+    }
+}
+
+fn fault_detail(e: &StoreError) -> String {
+    match e {
+        StoreError::DiskFull(inner) => inner.to_string(),
+        StoreError::Damaged { reason, .. } => reason.clone(),
+        other => other.to_string(),
     }
 }
 
@@ -334,6 +445,30 @@ mod tests {
         let kept = events.iter().filter(|e| e.kind == taskdeck_store::EventKind::Status).count();
         let dropped = events.iter().find(|e| e.kind == taskdeck_store::EventKind::Dropped).map(|e| &e.data["dropped"]);
         assert_eq!(kept as u64 + dropped.and_then(serde_json::Value::as_u64).unwrap_or(0), SENT as u64);
+    }
+
+    #[test]
+    fn a_write_the_full_store_cannot_take_halts_the_task_and_nothing_more_is_written_for_it() {
+        let (_dir, gate, rec) = gate();
+        let mut rx = gate.subscribe();
+        gate.store().stop_growing_for_tests().unwrap();
+        // A result bigger than a page needs pages the file can no longer add.
+        let big = json!({"content": [{"type": "text", "text": "x".repeat(64 * 1024)}]});
+        let err = gate.apply(&rec.id, Update::Completed { result: big, server_status: None }).unwrap_err();
+        assert!(matches!(err, EngineError::StoreUnwritable { fault: StoreFault::DiskFull, .. }), "{err:?}");
+        assert!(gate.halted(&rec.id).is_some());
+        // What would fit is not written either, and nothing waits for a flush.
+        gate.defer_progress(&rec.id, Progress { progress: 1.0, total: None, message: None });
+        gate.flush();
+        let small = Update::Progress(Progress { progress: 2.0, total: None, message: None });
+        assert!(matches!(gate.apply(&rec.id, small), Err(EngineError::StoreUnwritable { .. })));
+        assert!(gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None }).is_none());
+        assert!(published(&mut rx).is_empty());
+        let now = gate.get(&rec.id).unwrap();
+        assert_eq!((now.status, now.progress), (TaskStatus::Working, None), "recorded as it was");
+        // Once cleared (room was made), the next write is tried again.
+        gate.clear_halts();
+        assert!(gate.halted(&rec.id).is_none());
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_statu
 pub use store::Store;
 pub use task::{
     Answer, EventKind, FailureReason, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent,
-    TaskRecord,
+    TaskRecord, dropped_message,
 };
 pub use taskdeck_protocol::{Era, TaskStatus};
 pub use time::rfc3339_millis;

@@ -51,6 +51,17 @@ impl Store {
         &self.inner.path
     }
 
+    /// Tests only, not part of the interface: from now on this handle's file can grow no more
+    /// (`PRAGMA max_page_count` at its present size), so every write that needs another page fails
+    /// with SQLITE_FULL, as it would on a full disk.
+    #[doc(hidden)]
+    pub fn stop_growing_for_tests(&self) -> Result<i64> {
+        let conn = self.conn();
+        let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+        let capped: i64 = conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |r| r.get(0))?;
+        Ok(capped)
+    }
+
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock dropped its transaction, which rolls back: the
         // connection is still consistent, so poisoning carries no information here.
@@ -157,8 +168,13 @@ impl Store {
             // A savepoint per item, so an SQL error halfway through one item leaves none of it.
             let sp = tx.savepoint()?;
             let outcome = apply_in(&sp, id, update, previous.take());
-            if outcome.is_ok() {
-                sp.commit()?;
+            match &outcome {
+                Ok(_) => sp.commit()?,
+                // SQLite may answer a full disk by rolling back the whole transaction, not just the
+                // statement: then nothing of the batch is written, and saying otherwise per item
+                // would be a lie.
+                Err(_) if sp.is_autocommit() => return outcome.map(|_| Vec::new()),
+                Err(_) => {}
             }
             if let Ok(r) = &outcome
                 && updates.get(i + 1).is_some_and(|(next, _)| next == id)
@@ -367,7 +383,10 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
 
 /// Appends an event unless the task has used up its [`state::EVENTS_PER_TASK`] and the event is one
 /// [`state::may_drop`]; a dropped event is counted in the task's one `dropped` marker instead,
-/// written at the first drop (the cap keeps room for it) and brought up to date at each.
+/// written at the first drop (the cap keeps room for it). Events are never rewritten, the marker
+/// included: when its count grows a new marker is appended and the one before it removed (the one
+/// delete the log's trigger allows), so the marker always comes after the events it counts, and a
+/// reader of [`Store::events_after`] sees the new count under a new id.
 fn log_event(
     conn: &Connection,
     id: &str,
@@ -389,19 +408,21 @@ fn log_event(
         .prepare_cached("SELECT id, data FROM task_events WHERE task_id = ?1 AND kind = 'dropped' ORDER BY id LIMIT 1")?
         .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
-    match marker {
-        None => {
-            let data = json!({ "dropped": 1, "limit": state::EVENTS_PER_TASK, "last_at": at });
-            insert_event(conn, id, at, EventKind::Dropped, None, None, &data)
-        }
-        Some((event, data)) => {
-            let before = serde_json::from_str::<Value>(&data).ok().and_then(|d| d["dropped"].as_u64()).unwrap_or(0);
-            let data = json!({ "dropped": before + 1, "limit": state::EVENTS_PER_TASK, "last_at": at });
-            conn.prepare_cached("UPDATE task_events SET data = ?2 WHERE id = ?1")?
-                .execute(params![event, data.to_string()])?;
-            Ok(())
-        }
+    let before = marker
+        .as_ref()
+        .and_then(|(_, data)| serde_json::from_str::<Value>(data).ok())
+        .and_then(|d| d["dropped"].as_u64())
+        .unwrap_or(0);
+    let dropped = before + 1;
+    let data = json!({
+        "dropped": dropped, "limit": state::EVENTS_PER_TASK, "last_at": at,
+        "message": crate::task::dropped_message(dropped),
+    });
+    insert_event(conn, id, at, EventKind::Dropped, None, None, &data)?;
+    if let Some((older, _)) = marker {
+        conn.prepare_cached("DELETE FROM task_events WHERE id = ?1")?.execute([older])?;
     }
+    Ok(())
 }
 
 /// The `question` column: the typed question as JSON. Serialising it cannot fail (its maps have

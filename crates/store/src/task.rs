@@ -211,8 +211,9 @@ pub enum EventKind {
     Failed,
     Cancelled,
     Reclaimed,
-    /// Stands for the events dropped past a task's cap (`data.dropped` says how many, kept up to
-    /// date); one per task, at the place the first was dropped.
+    /// Stands for the events dropped past a task's cap (`data.dropped` says how many, `data.message`
+    /// says so in words); one per task, after the last event it counts: a newer marker with the
+    /// new count replaces it, under a new id.
     Dropped,
 }
 
@@ -267,6 +268,14 @@ pub struct ListFilter {
 pub struct Reclaimed {
     pub id: String,
     pub reason: String,
+}
+
+/// What a `dropped` marker says, in words: "3 earlier events were dropped".
+pub fn dropped_message(dropped: u64) -> String {
+    match dropped {
+        1 => "1 earlier event was dropped".to_owned(),
+        n => format!("{n} earlier events were dropped"),
+    }
 }
 
 #[cfg(test)]

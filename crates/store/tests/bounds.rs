@@ -63,8 +63,12 @@ fn the_end_and_the_answers_after_the_cap_are_kept() {
     assert_eq!(done.status, TaskStatus::Failed);
 
     let events = f.store.events(id).unwrap();
-    let kinds: Vec<_> = events.iter().rev().take(2).map(|e| e.kind).collect();
-    assert_eq!(kinds, [EventKind::Failed, EventKind::Answer], "the end and the answer are the last two");
+    let kinds: Vec<_> = events.iter().rev().take(3).map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EventKind::Failed, EventKind::Dropped, EventKind::Answer],
+        "the end, the marker after the last event it counts, and the answer"
+    );
     // `created` and the marker take two of the cap's places: the last 12 statuses, the question and
     // the status after the answer are counted, not kept.
     let statuses_kept = EVENTS_PER_TASK - 2;
@@ -111,7 +115,7 @@ fn huge_status_progress_and_error_texts_are_cut_with_the_marker() {
 }
 
 #[test]
-fn only_the_dropped_marker_may_change_after_it_is_written() {
+fn no_event_changes_after_it_is_written_and_only_a_replaced_marker_goes() {
     let f = fixture();
     let task = f.store.create_task(new_task("a")).unwrap();
     for i in 0..EVENTS_PER_TASK + 1 {
@@ -120,8 +124,37 @@ fn only_the_dropped_marker_may_change_after_it_is_written() {
     let conn = raw(&f.path);
     let forged = conn.execute("UPDATE task_events SET kind = 'status' WHERE kind = 'dropped'", []);
     assert!(forged.unwrap_err().to_string().contains("append-only"));
+    let recount = conn.execute("UPDATE task_events SET data = '{}' WHERE kind = 'dropped'", []);
+    assert!(recount.unwrap_err().to_string().contains("append-only"), "the marker is not edited either");
     let rewritten = conn.execute("UPDATE task_events SET data = '{}' WHERE kind = 'status'", []);
     assert!(rewritten.unwrap_err().to_string().contains("append-only"));
+    let hidden = conn.execute("DELETE FROM task_events WHERE kind = 'dropped'", []);
+    assert!(hidden.unwrap_err().to_string().contains("append-only"), "the last marker stays");
+}
+
+#[test]
+fn a_view_reading_only_newer_events_sees_the_dropped_count_grow() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("a")).unwrap();
+    let id = task.id.as_str();
+    for i in 0..EVENTS_PER_TASK {
+        f.store.apply(id, working(format!("step {i}"))).unwrap();
+    }
+    let held = f.store.events(id).unwrap();
+    assert_eq!(dropped(&held), 2, "{:?}", held.last());
+    let marker = held.last().unwrap();
+    assert_eq!(marker.data["message"], "2 earlier events were dropped");
+    let cursor = marker.id;
+
+    f.store.apply(id, working("one more".into())).unwrap();
+    let newer = f.store.events_after(id, cursor).unwrap();
+    assert_eq!(newer.len(), 1, "{newer:#?}");
+    assert_eq!((newer[0].kind, newer[0].data["dropped"].as_u64()), (EventKind::Dropped, Some(3)));
+    assert_eq!(newer[0].data["message"], "3 earlier events were dropped");
+    // The marker it replaces is gone: the whole log still has one, with the latest count.
+    let whole = f.store.events(id).unwrap();
+    assert_eq!((whole.len(), dropped(&whole)), (EVENTS_PER_TASK, 3));
+    assert!(whole.iter().all(|e| e.id != cursor));
 }
 
 #[test]

@@ -8,7 +8,13 @@ CLI's output and no marker file ever appears.
 
 Tools: `ask` (a form question), `visit` (a URL question for the `url` argument) and `fail` (a plain
 call that fails). Answers it receives are written to `answers.jsonl` beside MARKER_DIR, and complete
-the task.
+the task. `twice` asks a second question once the first is answered and completes after that one;
+its tasks live in `hostile-state.json` beside MARKER_DIR, so a new process (a new CLI) asks the
+pending question again once its `tasks/result` is outstanding, as a legacy server does.
+`again` asks a question of several megabytes (too large to show: only declined) and, on the answer,
+asks the same question again and completes the task in the same moment (its tasks live in the same
+state file).
+A `tasks/cancel` is always answered about another task.
 """
 import json
 import os
@@ -57,6 +63,10 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}},
     {"name": "fail", "description": "fails", "inputSchema": {"type": "object"},
      "execution": {"taskSupport": "forbidden"}},
+    {"name": "twice", "description": "asks twice", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "required"}},
+    {"name": "again", "description": "asks again", "inputSchema": {"type": "object"},
+     "execution": {"taskSupport": "required"}},
 ]
 
 FORM = {
@@ -69,8 +79,45 @@ FORM = {
     "required": [SHELL_NAME, "choice" + ESC],
 }
 
+STATE = os.path.join(marker_dir, "..", "hostile-state.json")
+TWICE_FORM = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+
+
+def load_state():
+    try:
+        with open(STATE) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_state():
+    with open(STATE + ".tmp", "w") as f:
+        json.dump(state, f)
+    os.replace(STATE + ".tmp", STATE)
+
+
+def ask_twice(tid):
+    n = state[tid]["asked"]
+    meta = {"io.modelcontextprotocol/related-task": {"taskId": tid}}
+    params = {"message": "Question %d" % n, "requestedSchema": TWICE_FORM, "_meta": meta}
+    send({"jsonrpc": "2.0", "id": "q-%s-%d" % (tid, n), "method": "elicitation/create", "params": params})
+
+
+BIG_FORM = {"type": "object", "properties": {
+    "f%d" % i: {"type": "string", "description": "d" * 300} for i in range(10000)}}
+
+
+def ask_again(tid, n):
+    meta = {"io.modelcontextprotocol/related-task": {"taskId": tid}}
+    params = {"message": "Big question", "requestedSchema": BIG_FORM, "_meta": meta}
+    send({"jsonrpc": "2.0", "id": "a-%s-%d" % (tid, n), "method": "elicitation/create", "params": params})
+
+
 tasks = {}
 results = {}
+state = load_state()
+asked_here = set()
 for line in sys.stdin:
     msg = json.loads(line)
     method, mid = msg.get("method"), msg.get("id")
@@ -84,6 +131,59 @@ for line in sys.stdin:
             "serverInfo": {"name": "hostile", "version": "0"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call" and msg["params"]["name"] == "twice":
+        tid = "w:%d" % (len(state) + 1)
+        state[tid] = {"asked": 1, "status": "input_required"}
+        save_state()
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task(tid, "input_required")}})
+        asked_here.add(tid)
+        ask_twice(tid)
+    elif method == "tools/call" and msg["params"]["name"] == "again":
+        tid = "g:%d" % (len(state) + 1)
+        state[tid] = {"asked": 1, "status": "input_required", "kind": "again"}
+        save_state()
+        send({"jsonrpc": "2.0", "id": mid, "result": {"task": task(tid, "input_required")}})
+        asked_here.add(tid)
+        ask_again(tid, 1)
+    elif method is None and str(mid).startswith("a-g:"):
+        tid, n = str(mid)[2:].rsplit("-", 1)
+        if state[tid]["status"] != "completed":
+            state[tid]["status"] = "completed"
+            save_state()
+            ask_again(tid, int(n) + 1)
+            send({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task(tid, "completed")})
+            if tid in results:
+                send({"jsonrpc": "2.0", "id": results.pop(tid), "result": {"content": [{"type": "text", "text": "again"}]}})
+    elif method == "tasks/get" and msg["params"]["taskId"] in state:
+        tid = msg["params"]["taskId"]
+        send({"jsonrpc": "2.0", "id": mid, "result": task(tid, state[tid]["status"])})
+    elif method == "tasks/result" and msg["params"]["taskId"] in state:
+        tid = msg["params"]["taskId"]
+        if state[tid]["status"] == "completed":
+            send({"jsonrpc": "2.0", "id": mid, "result": {"content": [{"type": "text", "text": "twice"}]}})
+        else:
+            results[tid] = mid
+            if tid not in asked_here:
+                asked_here.add(tid)
+                if state[tid].get("kind") == "again":
+                    ask_again(tid, state[tid]["asked"])
+                else:
+                    ask_twice(tid)
+    elif method == "tasks/cancel":
+        # About another task, as if that one had been cancelled.
+        send({"jsonrpc": "2.0", "id": mid, "result": task("t:someone-else", "cancelled")})
+    elif method is None and str(mid).startswith("q-w:"):
+        tid, n = str(mid)[2:].rsplit("-", 1)
+        if n == "1":
+            state[tid]["asked"] = 2
+            save_state()
+            ask_twice(tid)
+        else:
+            state[tid]["status"] = "completed"
+            save_state()
+            send({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task(tid, "completed")})
+            if tid in results:
+                send({"jsonrpc": "2.0", "id": results.pop(tid), "result": {"content": [{"type": "text", "text": "twice"}]}})
     elif method == "tools/call":
         name = msg["params"]["name"]
         if name == "fail":
