@@ -4,6 +4,7 @@
 mod legacy;
 mod modern;
 mod server;
+mod stdio;
 mod store;
 mod tools;
 mod work;
@@ -110,7 +111,8 @@ fn main() -> ExitCode {
         }
     };
     tracing::info!(state = %cfg.state_dir.display(), "taskdeck-demo-server ready on stdio");
-    let outcome = runtime.block_on(server::serve(cfg, store, tokio::io::stdin(), tokio::io::stdout()));
+    let server = server::Server::new(cfg, store);
+    let outcome = runtime.block_on(stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()));
     // Workers and blocked tasks/result waiters are abandoned on purpose: their tasks are in the
     // store and resume on the next start.
     runtime.shutdown_timeout(Duration::from_millis(500));
