@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use taskdeck_protocol::modern::request_meta::RequestEnvelope;
 use taskdeck_protocol::modern::tasks::TaskProgress;
-use taskdeck_protocol::{Era, ErrorObject, Message, Request, RequestId, Response, codes, methods};
+use taskdeck_protocol::{Era, ErrorObject, Message, MessageError, Request, RequestId, Response, codes, methods};
 use tokio::sync::{Notify, broadcast, mpsc};
 use tokio::task::AbortHandle;
 
@@ -431,4 +431,13 @@ pub fn parse_call(params: Option<&Value>) -> Result<Call, ErrorObject> {
     };
     crate::tools::validate(spec.name, &args).map_err(|e| invalid_params(format!("params.{e}")))?;
     Ok(Call { spec, args })
+}
+
+/// The error for a message that could not be read, with no id: the MCP schemas do not allow
+/// `"id": null`, so an unattributable error has no id at all.
+pub fn unparsable(e: &MessageError) -> ErrorObject {
+    match e {
+        MessageError::Json(_) => ErrorObject::new(codes::PARSE_ERROR, format!("Parse error: {e}")),
+        _ => ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}")),
+    }
 }

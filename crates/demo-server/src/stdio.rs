@@ -4,12 +4,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use taskdeck_protocol::framing::{FrameError, LineDecoder};
-use taskdeck_protocol::{ErrorObject, Message, MessageError, codes};
+use taskdeck_protocol::{ErrorObject, Message, codes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::legacy;
-use crate::server::{Conn, Interest, Server, dispatch};
+use crate::server::{Conn, Interest, Server, dispatch, unparsable};
 
 /// Serves one connection until stdin closes. Tasks stay in the store for the next start.
 pub async fn serve<R, W>(server: Arc<Server>, input: R, output: W) -> std::io::Result<()>
@@ -86,14 +86,5 @@ async fn handle_frame(conn: &Arc<Conn>, frame: Result<String, FrameError>) {
     match Message::parse(&text) {
         Ok(msg) => dispatch(conn, msg).await,
         Err(e) => conn.send(Message::error(None, unparsable(&e))).await,
-    }
-}
-
-/// The error for a message that could not be read, with no id: the MCP schemas do not allow
-/// `"id": null`, so an unattributable error has no id at all.
-pub fn unparsable(e: &MessageError) -> ErrorObject {
-    match e {
-        MessageError::Json(_) => ErrorObject::new(codes::PARSE_ERROR, format!("Parse error: {e}")),
-        _ => ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}")),
     }
 }
