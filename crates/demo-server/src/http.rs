@@ -201,7 +201,7 @@ impl Front {
         let (parts, body) = req.into_parts();
         let headers = parts.headers;
         if let Some(ct) = headers.get(header::CONTENT_TYPE)
-            && !media_type(ct).is_some_and(|m| m == "application/json")
+            && media_type(ct).is_none_or(|m| m != "application/json")
         {
             return rpc_error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -348,7 +348,7 @@ impl Front {
     async fn in_session(&self, id: &str, version: Option<&str>, msg: Message, sse_ok: bool) -> HttpResponse {
         let Some(session) = self.session(id) else { return session_gone(request_id(&msg)) };
         if let Err(r) = check_session_version(version, request_id(&msg)) {
-            return r;
+            return *r;
         }
         session.touch();
         match msg {
@@ -425,7 +425,7 @@ impl Front {
     fn get(&self, headers: &HeaderMap) -> HttpResponse {
         let session = match self.session_of(headers) {
             Ok(s) => s,
-            Err(r) => return r,
+            Err(r) => return *r,
         };
         let (_, sse_ok) = accepts(headers);
         if !sse_ok || headers.get(header::ACCEPT).is_none() {
@@ -466,7 +466,7 @@ impl Front {
     fn delete(&self, headers: &HeaderMap) -> HttpResponse {
         let session = match self.session_of(headers) {
             Ok(s) => s,
-            Err(r) => return r,
+            Err(r) => return *r,
         };
         if self.end_session(&session.id) {
             tracing::info!(session = %session.id, "legacy session ended by the client");
@@ -475,23 +475,12 @@ impl Front {
     }
 
     /// The session a GET or DELETE names, with its protocol version checked.
-    fn session_of(&self, headers: &HeaderMap) -> Result<Arc<Session>, HttpResponse> {
-        let (version, id) = match (header_text(headers, "mcp-protocol-version"), header_text(headers, "mcp-session-id"))
-        {
-            (Ok(v), Ok(s)) => (v, s),
-            (Err(why), _) | (_, Err(why)) => {
-                return Err(rpc_error(StatusCode::BAD_REQUEST, None, codes::INVALID_REQUEST, why));
-            }
-        };
-        let Some(id) = id else {
-            return Err(rpc_error(
-                StatusCode::BAD_REQUEST,
-                None,
-                codes::INVALID_REQUEST,
-                "Bad Request: Mcp-Session-Id header is required",
-            ));
-        };
-        let session = self.session(id).ok_or_else(|| session_gone(None))?;
+    fn session_of(&self, headers: &HeaderMap) -> Result<Arc<Session>, Box<HttpResponse>> {
+        let refuse = |why: String| Box::new(rpc_error(StatusCode::BAD_REQUEST, None, codes::INVALID_REQUEST, why));
+        let version = header_text(headers, "mcp-protocol-version").map_err(refuse)?;
+        let id = header_text(headers, "mcp-session-id").map_err(refuse)?;
+        let id = id.ok_or_else(|| refuse("Bad Request: Mcp-Session-Id header is required".into()))?;
+        let session = self.session(id).ok_or_else(|| Box::new(session_gone(None)))?;
         check_session_version(version, None)?;
         Ok(session)
     }
@@ -526,9 +515,9 @@ impl Drop for AbandonConnOnDrop {
     }
 }
 
-fn check_session_version(version: Option<&str>, id: Option<RequestId>) -> Result<(), HttpResponse> {
+fn check_session_version(version: Option<&str>, id: Option<RequestId>) -> Result<(), Box<HttpResponse>> {
     match version {
-        Some(v) if v != taskdeck_protocol::legacy::PROTOCOL_VERSION => Err(rpc_error(
+        Some(v) if v != taskdeck_protocol::legacy::PROTOCOL_VERSION => Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             id,
             codes::INVALID_REQUEST,
@@ -536,7 +525,7 @@ fn check_session_version(version: Option<&str>, id: Option<RequestId>) -> Result
                 "Bad Request: unsupported MCP-Protocol-Version {v:?} (this session speaks {})",
                 taskdeck_protocol::legacy::PROTOCOL_VERSION
             ),
-        )),
+        ))),
         _ => Ok(()),
     }
 }

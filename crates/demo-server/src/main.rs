@@ -30,6 +30,13 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 /// Speaks MCP over stdio: newline-delimited JSON-RPC on stdin and stdout (stdout carries protocol
 /// messages only; logs go to stderr, filtered by RUST_LOG).
 ///
+/// Both task eras are served, decided by how the client opens the connection: `initialize` first
+/// means protocol 2025-11-25 (tasks as an experimental core feature: params.task, tasks/result,
+/// tasks/list, elicitation/create requests); requests carrying
+/// params._meta["io.modelcontextprotocol/protocolVersion"] mean 2026-07-28 with the
+/// io.modelcontextprotocol/tasks extension (server/discover, flat task handles, tasks/get polling,
+/// tasks/update for answers).
+///
 /// With --http ADDR it serves MCP over Streamable HTTP instead, at http://ADDR/mcp (ADDR such as
 /// 127.0.0.1:8080, or 127.0.0.1:0 for any free port). The first line on stdout is the endpoint's
 /// URL with the real port, e.g. http://127.0.0.1:41234/mcp; nothing else is written to stdout.
@@ -40,14 +47,8 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 ///     Last-Event-ID resumption; DELETE ends the session; idle sessions expire.
 ///   - A POST with MCP-Protocol-Version: 2026-07-28 and the matching _meta is one stateless
 ///     request; Mcp-Method and Mcp-Name must match the body (400 HeaderMismatch otherwise).
-/// Bodies over --max-line-bytes get 413. Browsers' Origin must be this machine or the Host asked.
 ///
-/// Both task eras are served, decided by how the client opens the connection: `initialize` first
-/// means protocol 2025-11-25 (tasks as an experimental core feature: params.task, tasks/result,
-/// tasks/list, elicitation/create requests); requests carrying
-/// params._meta["io.modelcontextprotocol/protocolVersion"] mean 2026-07-28 with the
-/// io.modelcontextprotocol/tasks extension (server/discover, flat task handles, tasks/get polling,
-/// tasks/update for answers).
+/// Bodies over --max-line-bytes get 413. Browsers' Origin must be this machine or the Host asked.
 ///
 /// Tools:
 ///   generate_report {topic, seconds?}   task required; four stages with progress, resumes after a restart

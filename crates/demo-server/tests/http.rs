@@ -132,6 +132,46 @@ fn legacy_question_waits_for_a_stream_and_a_lost_stream_gets_it_again() {
 }
 
 #[test]
+fn legacy_tasks_result_stream_resumes_with_its_response_after_a_lost_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(dir.path(), &[]);
+    let mut c = LegacyClient::connect(&server.addr, true);
+    let id = legacy_task(&mut c, "diagnose_incident", json!({}));
+    let (rid, reply) = c.request("tasks/result", json!({"taskId": id}));
+    let ask = c.until(&reply, |m| m["method"] == "elicitation/create");
+    let seen = c.last_event_id.clone().expect("the question's event id");
+    reply.hang_up();
+    c.post(
+        &json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"service": "search"}}}),
+    );
+    // What the lost connection would have carried comes on the resumed one, response included.
+    let resumed = c.get(Some(&seen));
+    assert_eq!(resumed.status, 200);
+    let r = c.until(&resumed, |m| m.get("method").is_none() && m["id"] == rid);
+    assert!(text_of(&r["result"]).contains("Search cluster"), "{r}");
+    assert!(resumed.next_event(WAIT).is_none(), "the resumed stream ends with its response");
+    assert!(!c.side.iter().any(|m| m["method"] == "elicitation/create"), "nothing before {seen} again");
+}
+
+#[test]
+fn sessions_hear_only_about_their_own_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(dir.path(), &[]);
+    let mut a = LegacyClient::connect(&server.addr, true);
+    let mut b = LegacyClient::connect(&server.addr, true);
+    let b_stream = b.get(None);
+    assert!(b_stream.next_event(WAIT).is_some_and(|e| e.data.is_empty()), "a priming event first");
+    let a_stream = a.get(None);
+    let id = legacy_task(&mut a, "count", json!({"n": 3, "delay_ms": 10}));
+    let status =
+        a.until(&a_stream, |m| m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed");
+    assert_eq!(status["params"]["taskId"], id.as_str());
+    assert!(b_stream.next_event(Duration::from_millis(300)).is_none(), "b never hears of a's task");
+    // Once b asks about it by id, it hears about it too.
+    assert_eq!(b.call("tasks/get", json!({"taskId": id}))["result"]["status"], "completed");
+}
+
+#[test]
 fn legacy_get_stream_carries_status_and_resumes_after_last_event_id() {
     let dir = tempfile::tempdir().unwrap();
     let server = HttpServer::start(dir.path(), &[]);

@@ -328,13 +328,21 @@ pub struct LegacyClient {
     pub checker: Checker,
     /// Messages that came on a request's SSE stream before its response.
     pub side: Vec<Value>,
+    /// The id of the last SSE event read, to resume from.
+    pub last_event_id: Option<String>,
 }
 
 impl LegacyClient {
     /// A client that has completed `initialize` and `notifications/initialized`.
     pub fn connect(addr: &str, elicitation: bool) -> Self {
-        let mut c =
-            Self { addr: addr.to_owned(), session: None, next_id: 1, checker: Checker::new(Era::Legacy), side: vec![] };
+        let mut c = Self {
+            addr: addr.to_owned(),
+            session: None,
+            next_id: 1,
+            checker: Checker::new(Era::Legacy),
+            side: vec![],
+            last_event_id: None,
+        };
         let caps = if elicitation { json!({"elicitation": {}}) } else { json!({}) };
         let params =
             json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t", "version": "0"}});
@@ -357,6 +365,16 @@ impl LegacyClient {
             h.push(("MCP-Protocol-Version", "2025-11-25".into()));
         }
         h
+    }
+
+    /// A GET on the session: its own stream, or with `last_event_id` the stream that event was on.
+    pub fn get(&self, last_event_id: Option<&str>) -> Reply {
+        let mut h: Vec<(&str, String)> = self.headers().into_iter().filter(|(k, _)| *k != "Accept").collect();
+        h.push(("Accept", "text/event-stream".into()));
+        if let Some(id) = last_event_id {
+            h.push(("Last-Event-ID", id.into()));
+        }
+        send(&self.addr, "GET", "/mcp", &h, None)
     }
 
     pub fn post(&mut self, body: &Value) -> Reply {
@@ -396,6 +414,7 @@ impl LegacyClient {
             let ev =
                 reply.next_event(left).unwrap_or_else(|| panic!("stream ended or stalled; side: {:#?}", self.side));
             assert!(ev.id.as_deref().is_some_and(|i| !i.is_empty()), "every event carries an id: {ev:?}");
+            self.last_event_id = ev.id.clone();
             let Some(msg) = self.checker.event(&ev) else { continue };
             if pred(&msg) {
                 return msg;
