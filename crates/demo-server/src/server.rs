@@ -328,7 +328,8 @@ impl Conn {
     /// are not requests; they keep running.)
     pub fn abandon(&self, id: &RequestId) {
         lock(&self.running).retain(|(rid, h)| {
-            if rid == id {
+            if rid == id && !h.is_finished() {
+                tracing::debug!(request = %id, "client gone; its handler stops");
                 h.abort();
             }
             rid != id

@@ -27,7 +27,7 @@ use crate::server::{Conn, lock};
 
 /// Events kept per stream for resumption, and their total size.
 const REPLAY_EVENTS: usize = 256;
-const REPLAY_BYTES: usize = 4 << 20;
+const REPLAY_BYTES: usize = 1 << 20;
 /// Requests of one session waiting for their response at once.
 pub const MAX_IN_FLIGHT: usize = 1024;
 /// Finished SSE streams kept for a late resumption.
@@ -437,6 +437,9 @@ impl Routes {
 
     /// Puts on stream `sid` the questions no client is listening for, of `task` or of any task.
     fn redeliver(&mut self, sid: u64, task: Option<&str>) {
+        if !self.streams.get(&sid).is_some_and(Stream::carries_side_messages) {
+            return;
+        }
         let streams = &self.streams;
         let mut due: Vec<(u64, String)> = self
             .asks

@@ -120,7 +120,7 @@ fn legacy_question_waits_for_a_stream_and_a_lost_stream_gets_it_again() {
     // The client goes away without answering and without resuming; a new tasks/result is asked
     // the same question again (same request id), and the answer to it is taken.
     first.hang_up();
-    std::thread::sleep(Duration::from_millis(100));
+    std::thread::sleep(Duration::from_millis(300));
     let (rid, second) = c.request("tasks/result", json!({"taskId": id}));
     let again = c.until(&second, |m| m["method"] == "elicitation/create");
     assert_eq!(again["id"], ask["id"]);
@@ -253,7 +253,7 @@ fn legacy_session_rules_unknown_is_404_missing_is_400_and_delete_ends_it() {
 #[test]
 fn idle_sessions_expire_and_sessions_are_capped() {
     let dir = tempfile::tempdir().unwrap();
-    let server = HttpServer::start(dir.path(), &["--session-idle-ms", "300", "--max-sessions", "1"]);
+    let server = HttpServer::start(dir.path(), &["--session-idle-ms", "800", "--max-sessions", "1"]);
     let mut c = LegacyClient::connect(&server.addr, true);
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
@@ -261,7 +261,7 @@ fn idle_sessions_expire_and_sessions_are_capped() {
         vec![("Content-Type", "application/json".to_owned()), ("Accept", "application/json, text/event-stream".into())];
     let second = send(&server.addr, "POST", "/mcp", &h, Some(init.to_string().as_bytes()));
     assert_eq!(second.status, 503, "one session at most");
-    std::thread::sleep(Duration::from_millis(900));
+    std::thread::sleep(Duration::from_millis(2000));
     let (_, r) = c.request("ping", json!({}));
     assert_eq!(r.status, 404, "the idle session expired");
     let again = send(&server.addr, "POST", "/mcp", &h, Some(init.to_string().as_bytes()));
