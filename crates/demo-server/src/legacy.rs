@@ -25,9 +25,6 @@ pub async fn handle_request(conn: &Arc<Conn>, req: Request) {
         methods::TASKS_GET => find(conn, params).map(|row| task_json(&row)),
         methods::TASKS_RESULT => match task_id(params) {
             Ok(t) => {
-                if conn.lookup(t, Era::Legacy).is_ok() {
-                    conn.watch(t);
-                }
                 conn.spawn_for(&id, wait_for_result(conn.clone(), id.clone(), t.to_owned()));
                 return;
             }
@@ -226,6 +223,7 @@ async fn wait_for_result(conn: Arc<Conn>, id: RequestId, task_id: String) {
             Ok(row) => row,
             Err(e) => return conn.respond(id, Err(e)).await,
         };
+        conn.watch(&row.id);
         if row.status.is_terminal() {
             return conn.respond(id, payload(&row)).await;
         }

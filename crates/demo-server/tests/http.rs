@@ -463,3 +463,25 @@ fn legacy_question_is_asked_again_after_a_restart() {
     let r = c.until(&reply, |m| m.get("method").is_none() && m["id"] == rid);
     assert!(text_of(&r["result"]).contains("Checkout API"), "{r}");
 }
+
+#[test]
+fn concurrent_modern_requests_each_get_their_own_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(dir.path(), &[]);
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let addr = server.addr.clone();
+            std::thread::spawn(move || {
+                let mut c = ModernClient::new(&addr);
+                let ids: Vec<String> =
+                    (0..10).map(|_| modern_task(&mut c, "count", json!({"n": 20, "delay_ms": 5}))).collect();
+                for id in ids {
+                    assert_eq!(text_of(&c.poll(&id, terminal)["result"]), "counted to 20");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a client thread failed");
+    }
+}
