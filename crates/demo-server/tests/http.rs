@@ -25,7 +25,7 @@ fn modern_task(c: &mut ModernClient, name: &str, args: Value) -> String {
 }
 
 #[test]
-fn prints_its_url_with_the_real_port_first_and_ends_cleanly_on_sigterm() {
+fn prints_its_url_with_the_real_port_first_and_ends_cleanly_on_sigterm_and_sigint() {
     let dir = tempfile::tempdir().unwrap();
     let server = HttpServer::start(dir.path(), &[]);
     assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"), "{}", server.url);
@@ -45,8 +45,18 @@ fn prints_its_url_with_the_real_port_first_and_ends_cleanly_on_sigterm() {
         Some(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
     );
     assert_eq!(evil.status, 403);
-    let status = server.terminate();
+    let status = server.signal("TERM");
     assert!(status.success(), "{status:?}");
+
+    // Ctrl-C ends it as cleanly, with a session and a task open; the task stays in the store.
+    let server = HttpServer::start(dir.path(), &[]);
+    let mut c = LegacyClient::connect(&server.addr, true);
+    let id = legacy_task(&mut c, "count", json!({"n": 1000, "delay_ms": 10}));
+    let status = server.signal("INT");
+    assert!(status.success(), "{status:?}");
+    let server = HttpServer::start(dir.path(), &[]);
+    let mut c = LegacyClient::connect(&server.addr, true);
+    assert_eq!(c.call("tasks/get", json!({"taskId": id}))["result"]["status"], "working");
 }
 
 #[test]

@@ -66,10 +66,10 @@ impl HttpServer {
         self.child.wait().expect("reap");
     }
 
-    /// SIGTERM, and the exit status once the server is gone.
-    pub fn terminate(mut self) -> ExitStatus {
+    /// A signal (`"TERM"`, `"INT"`), and the exit status once the server is gone.
+    pub fn signal(mut self, name: &str) -> ExitStatus {
         let pid = self.child.id().to_string();
-        assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM").success());
+        assert!(Command::new("kill").args([&format!("-{name}"), &pid]).status().expect("kill").success());
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -77,7 +77,7 @@ impl HttpServer {
                 assert!(extra.is_empty(), "stdout carries only the URL, also saw {extra:?}");
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not exit after SIGTERM");
+            assert!(Instant::now() < deadline, "server did not exit after SIG{name}");
             std::thread::sleep(Duration::from_millis(10));
         }
     }
