@@ -49,6 +49,7 @@ pub struct HttpConfig {
     pub max_sessions: usize,
     pub session_idle: Duration,
     pub max_body: usize,
+    pub sse_cut: Option<Duration>,
 }
 
 /// The body of every response: a whole JSON document, or the events of an SSE stream as they come.
@@ -284,7 +285,7 @@ impl Front {
             // 128 random bits, as hex: visible ASCII as the header needs, and not guessable.
             let id = uuid::Uuid::new_v4().simple().to_string();
             let (conn, rx) = Conn::open(&self.server, None, Interest::known());
-            let session = Session::start(id.clone(), conn, rx);
+            let session = Session::start(id.clone(), conn, rx, self.cfg.sse_cut);
             sessions.insert(id, session.clone());
             session
         };

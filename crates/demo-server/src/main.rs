@@ -104,6 +104,11 @@ struct Args {
     /// HTTP: a legacy session with no request and no open stream for this long ends, in milliseconds.
     #[arg(long, default_value_t = 30 * 60 * 1000, value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
     session_idle_ms: u64,
+
+    /// HTTP, for testing clients: end every SSE connection this long after it opened (with a
+    /// `retry` hint), so a client must resume the stream with Last-Event-ID, in milliseconds.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
+    sse_cut_ms: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -148,6 +153,7 @@ fn main() -> ExitCode {
                 max_sessions: args.max_sessions as usize,
                 session_idle: Duration::from_millis(args.session_idle_ms),
                 max_body: args.max_line_bytes as usize,
+                sse_cut: args.sse_cut_ms.map(Duration::from_millis),
             };
             runtime.block_on(http::serve(server, http, announce, terminated()))
         }

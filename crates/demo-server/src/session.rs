@@ -40,6 +40,8 @@ const LIVE_QUEUE: usize = 256;
 /// How often an idle SSE connection gets a comment line, so intermediaries and clients keep it
 /// open and a vanished client is noticed.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
+/// The reconnection delay a connection ended by `--sse-cut-ms` tells its client to wait.
+const RETRY_MS: u64 = 250;
 
 /// How a POSTed request is answered.
 pub enum Reply {
@@ -78,6 +80,7 @@ struct Stream {
     bytes: usize,
     next_event: u64,
     live: Option<mpsc::Sender<Bytes>>,
+    attached_at: Instant,
     /// The response was written: nothing more comes, the stream ends once replayed.
     done: bool,
     finished_at: Option<Instant>,
@@ -94,9 +97,15 @@ impl Stream {
             bytes: 0,
             next_event: 1,
             live: None,
+            attached_at: Instant::now(),
             done: false,
             finished_at: None,
         }
+    }
+
+    fn attach(&mut self, tx: mpsc::Sender<Bytes>) {
+        self.live = Some(tx);
+        self.attached_at = Instant::now();
     }
 
     fn is_live(&self) -> bool {
@@ -140,6 +149,8 @@ pub struct Session {
     routes: std::sync::Mutex<Routes>,
     last_active: std::sync::Mutex<Instant>,
     router: std::sync::Mutex<Option<AbortHandle>>,
+    /// Ends each SSE connection after this long, leaving the stream to be resumed.
+    sse_cut: Option<Duration>,
 }
 
 /// Keys that keep a string id and a numeric id apart.
@@ -160,15 +171,17 @@ pub fn sse_event(id: &str, data: &str) -> Bytes {
 
 impl Session {
     /// A new session; its router starts draining the connection's queue at once.
-    pub fn start(id: String, conn: Arc<Conn>, rx: mpsc::Receiver<Message>) -> Arc<Self> {
+    pub fn start(id: String, conn: Arc<Conn>, rx: mpsc::Receiver<Message>, sse_cut: Option<Duration>) -> Arc<Self> {
         let session = Arc::new(Self {
             id,
             conn,
             routes: std::sync::Mutex::new(Routes::default()),
             last_active: std::sync::Mutex::new(Instant::now()),
             router: std::sync::Mutex::new(None),
+            sse_cut,
         });
-        let handle = tokio::spawn(route_loop(Arc::downgrade(&session), rx)).abort_handle();
+        let every = sse_cut.map_or(KEEPALIVE, |cut| (cut / 2).clamp(Duration::from_millis(10), KEEPALIVE));
+        let handle = tokio::spawn(route_loop(Arc::downgrade(&session), rx, every)).abort_handle();
         *lock(&session.router) = Some(handle);
         tokio::spawn(crate::legacy::status_listener(session.conn.clone()));
         session
@@ -279,7 +292,7 @@ impl Session {
         let mut stream = Stream::new(Mode::Sse, None);
         // Primes the client with an id to resume from.
         let _ = tx.try_send(sse_event(&format!("{sid}-0"), ""));
-        stream.live = Some(tx);
+        stream.attach(tx);
         routes.streams.insert(sid, stream);
         routes.get_stream = Some(sid);
         routes.redeliver(sid, None);
@@ -305,7 +318,7 @@ impl Session {
             // Everything this stream will ever say was replayed: the body ends after it.
             stream.live = None;
         } else {
-            stream.live = Some(tx);
+            stream.attach(tx);
         }
         if is_get {
             routes.redeliver(sid, None);
@@ -317,12 +330,17 @@ impl Session {
         lock(&self.routes).deliver(msg);
     }
 
-    fn keepalive(&self) {
+    /// Keeps idle connections open, notices vanished clients, and ends connections that are due.
+    fn tick(&self) {
         let mut routes = lock(&self.routes);
         for stream in routes.streams.values_mut() {
-            if let Some(live) = &stream.live
-                && live.try_send(Bytes::from_static(b": keepalive\n\n")).is_err()
-            {
+            let Some(live) = &stream.live else { continue };
+            if self.sse_cut.is_some_and(|cut| stream.attached_at.elapsed() >= cut) {
+                // The connection ends, the stream does not: the client comes back with
+                // Last-Event-ID after the delay it is given here.
+                let _ = live.try_send(Bytes::from(format!("retry: {RETRY_MS}\n\n")));
+                stream.live = None;
+            } else if live.try_send(Bytes::from_static(b": keepalive\n\n")).is_err() {
                 stream.live = None;
             }
         }
@@ -335,8 +353,8 @@ fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     Some((s.parse().ok()?, n.parse().ok()?))
 }
 
-async fn route_loop(session: std::sync::Weak<Session>, mut rx: mpsc::Receiver<Message>) {
-    let mut tick = tokio::time::interval(KEEPALIVE);
+async fn route_loop(session: std::sync::Weak<Session>, mut rx: mpsc::Receiver<Message>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
     tick.tick().await;
     loop {
         tokio::select! {
@@ -346,7 +364,7 @@ async fn route_loop(session: std::sync::Weak<Session>, mut rx: mpsc::Receiver<Me
             }
             _ = tick.tick() => {
                 let Some(session) = session.upgrade() else { return };
-                session.keepalive();
+                session.tick();
             }
         }
     }
@@ -474,7 +492,7 @@ impl Routes {
                 return;
             }
             let _ = tx.try_send(sse_event(&format!("{sid}-0"), ""));
-            stream.live = Some(tx);
+            stream.attach(tx);
         }
         if stream.done {
             return;

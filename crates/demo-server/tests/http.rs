@@ -164,6 +164,35 @@ fn legacy_tasks_result_stream_resumes_with_its_response_after_a_lost_connection(
 }
 
 #[test]
+fn connections_the_server_cuts_are_resumed_from_the_last_event_after_its_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServer::start(dir.path(), &["--sse-cut-ms", "300"]);
+    let mut c = LegacyClient::connect(&server.addr, true);
+    let id = legacy_task(&mut c, "diagnose_incident", json!({}));
+    let (rid, reply) = c.request("tasks/result", json!({"taskId": id}));
+    let ask = c.until(&reply, |m| m["method"] == "elicitation/create");
+    let is_response = |m: &Value| m.get("method").is_none() && m["id"] == rid;
+    assert!(c.read_until(&reply, is_response).is_none(), "the server ends the connection, not the stream");
+    assert_eq!(c.last_retry, Some(250), "with a retry hint first");
+    c.post(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"service": "auth"}}}));
+    // A client resumes from the last event it saw, as often as it is cut off, until the response.
+    let mut resumed = 0;
+    let r = loop {
+        assert!(resumed < 20, "never got the response; side: {:#?}", c.side);
+        let last = c.last_event_id.clone().expect("an event id to resume from");
+        let again = c.get(Some(&last));
+        assert_eq!(again.status, 200);
+        resumed += 1;
+        if let Some(r) = c.read_until(&again, is_response) {
+            break r;
+        }
+    };
+    assert!(text_of(&r["result"]).contains("Auth gateway"), "{r}");
+    let asked = c.checker.seen.iter().filter(|m| m["method"] == "elicitation/create").count();
+    assert_eq!(asked, 1, "no event is delivered twice");
+}
+
+#[test]
 fn sessions_hear_only_about_their_own_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let server = HttpServer::start(dir.path(), &[]);

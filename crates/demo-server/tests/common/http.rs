@@ -95,6 +95,8 @@ impl Drop for HttpServer {
 pub struct Event {
     pub id: Option<String>,
     pub data: String,
+    /// A `retry` field: how long the server asks the client to wait before reconnecting.
+    pub retry: Option<u64>,
 }
 
 /// An HTTP response: a whole body, or SSE events arriving on a channel.
@@ -238,6 +240,7 @@ struct SseParser {
     line: Vec<u8>,
     id: Option<String>,
     data: Option<String>,
+    retry: Option<u64>,
 }
 
 impl SseParser {
@@ -251,8 +254,9 @@ impl SseParser {
             let line = String::from_utf8_lossy(&self.line).trim_end_matches('\r').to_owned();
             self.line.clear();
             if line.is_empty() {
-                if self.id.is_some() || self.data.is_some() {
-                    out.push(Event { id: self.id.take(), data: self.data.take().unwrap_or_default() });
+                if self.id.is_some() || self.data.is_some() || self.retry.is_some() {
+                    let data = self.data.take().unwrap_or_default();
+                    out.push(Event { id: self.id.take(), data, retry: self.retry.take() });
                 }
                 continue;
             }
@@ -263,6 +267,7 @@ impl SseParser {
             let value = value.strip_prefix(' ').unwrap_or(value);
             match field {
                 "id" => self.id = Some(value.to_owned()),
+                "retry" => self.retry = value.parse().ok(),
                 "data" => match &mut self.data {
                     Some(d) => {
                         d.push('\n');
@@ -330,6 +335,8 @@ pub struct LegacyClient {
     pub side: Vec<Value>,
     /// The id of the last SSE event read, to resume from.
     pub last_event_id: Option<String>,
+    /// The last `retry` the server gave.
+    pub last_retry: Option<u64>,
 }
 
 impl LegacyClient {
@@ -342,6 +349,7 @@ impl LegacyClient {
             checker: Checker::new(Era::Legacy),
             side: vec![],
             last_event_id: None,
+            last_retry: None,
         };
         let caps = if elicitation { json!({"elicitation": {}}) } else { json!({}) };
         let params =
@@ -408,16 +416,26 @@ impl LegacyClient {
 
     /// Reads an SSE answer up to the first message matching `pred`; the others go to `side`.
     pub fn until(&mut self, reply: &Reply, pred: impl Fn(&Value) -> bool) -> Value {
+        self.read_until(reply, pred).unwrap_or_else(|| panic!("stream ended or stalled; side: {:#?}", self.side))
+    }
+
+    /// As [`LegacyClient::until`], but None when the connection ends first.
+    pub fn read_until(&mut self, reply: &Reply, pred: impl Fn(&Value) -> bool) -> Option<Value> {
         let deadline = Instant::now() + WAIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let ev =
-                reply.next_event(left).unwrap_or_else(|| panic!("stream ended or stalled; side: {:#?}", self.side));
+            let ev = reply.next_event(left)?;
+            if ev.retry.is_some() {
+                self.last_retry = ev.retry;
+            }
+            if ev.data.is_empty() && ev.id.is_none() {
+                continue;
+            }
             assert!(ev.id.as_deref().is_some_and(|i| !i.is_empty()), "every event carries an id: {ev:?}");
             self.last_event_id = ev.id.clone();
             let Some(msg) = self.checker.event(&ev) else { continue };
             if pred(&msg) {
-                return msg;
+                return Some(msg);
             }
             self.side.push(msg);
         }
