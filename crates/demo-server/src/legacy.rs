@@ -9,35 +9,42 @@ use taskdeck_protocol::types::{Implementation, TaskSupport, ToolExecution};
 use taskdeck_protocol::{Era, ErrorObject, Message, Request, RequestId, Response, TaskStatus, codes, meta, methods};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::server::{Server, internal, invalid_params, response_key};
+use crate::server::{Conn, internal, invalid_params, response_key};
 use crate::store::{NewTask, TaskRow};
 use crate::tools::{self, ToolSpec};
 use crate::work::{self, Run};
 
-pub async fn handle_request(server: &Arc<Server>, req: Request) {
+pub async fn handle_request(conn: &Arc<Conn>, req: Request) {
     let id = req.id.clone();
     let params = req.params.as_ref();
     let result = match req.method.as_str() {
-        methods::INITIALIZE => initialize(server, params),
+        methods::INITIALIZE => initialize(conn, params),
         methods::PING => Ok(json!({})),
         methods::TOOLS_LIST => Ok(json!({"tools": tools::TOOLS.iter().map(tool_entry).collect::<Vec<_>>()})),
-        methods::TOOLS_CALL => return tools_call(server, id, params).await,
-        methods::TASKS_GET => task_id(params).and_then(|t| server.lookup(t, Era::Legacy)).map(|row| task_json(&row)),
+        methods::TOOLS_CALL => return tools_call(conn, id, params).await,
+        methods::TASKS_GET => find(conn, params).map(|row| task_json(&row)),
         methods::TASKS_RESULT => match task_id(params) {
             Ok(t) => {
-                tokio::spawn(wait_for_result(server.clone(), id, t.to_owned()));
+                conn.spawn_for(&id, wait_for_result(conn.clone(), id.clone(), t.to_owned()));
                 return;
             }
             Err(e) => Err(e),
         },
-        methods::TASKS_LIST => list(server, params),
-        methods::TASKS_CANCEL => return cancel(server, id, params).await,
+        methods::TASKS_LIST => list(conn, params),
+        methods::TASKS_CANCEL => return cancel(conn, id, params).await,
         other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
-    server.respond(id, result).await;
+    conn.respond(id, result).await;
 }
 
-fn initialize(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+/// The task a request names, which this connection hears about from now on.
+fn find(conn: &Conn, params: Option<&Value>) -> Result<TaskRow, ErrorObject> {
+    let row = conn.lookup(task_id(params)?, Era::Legacy)?;
+    conn.watch(&row.id);
+    Ok(row)
+}
+
+fn initialize(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let params = params.ok_or_else(|| invalid_params("initialize needs params"))?;
     let caps = params.get("capabilities").unwrap_or(&Value::Null);
     if !caps.is_object() {
@@ -47,7 +54,7 @@ fn initialize(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObj
     if version != taskdeck_protocol::legacy::PROTOCOL_VERSION {
         tracing::info!(requested = version, "client asked for another revision; offering 2025-11-25");
     }
-    server.conn().legacy_elicitation = caps.get("elicitation").is_some_and(Value::is_object);
+    conn.state().legacy_elicitation = caps.get("elicitation").is_some_and(Value::is_object);
     Ok(json!({
         "protocolVersion": taskdeck_protocol::legacy::PROTOCOL_VERSION,
         "capabilities": {
@@ -85,10 +92,10 @@ pub fn task_json(row: &TaskRow) -> Value {
     serde_json::to_value(task).unwrap_or(Value::Null)
 }
 
-async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>) {
+async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
     let call = match crate::server::parse_call(params) {
         Ok(c) => c,
-        Err(e) => return server.respond(id, Err(e)).await,
+        Err(e) => return conn.respond(id, Err(e)).await,
     };
     let task = params.and_then(|p| p.get("task")).filter(|t| !t.is_null());
     let token = taskdeck_protocol::meta::params_meta(params).and_then(|m| m.get(meta::PROGRESS_TOKEN)).cloned();
@@ -96,11 +103,11 @@ async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>)
     match (call.spec.task_support, task) {
         (TaskSupport::Forbidden, Some(_)) => {
             let msg = format!("Tool {name} does not support task-augmented execution: call it without params.task");
-            server.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
+            conn.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
         }
         (TaskSupport::Required, None) => {
             let msg = format!("Tool {name} requires task-augmented execution: call it with params.task");
-            server.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
+            conn.respond(id, Err(ErrorObject::new(codes::METHOD_NOT_FOUND, msg))).await
         }
         (_, Some(task)) => {
             let ttl = match task.get("ttl") {
@@ -109,54 +116,54 @@ async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>)
                     Some(ms) if ms > 0 => Some(ms),
                     _ => {
                         let e = invalid_params("params.task.ttl: must be a positive integer (milliseconds)");
-                        return server.respond(id, Err(e)).await;
+                        return conn.respond(id, Err(e)).await;
                     }
                 },
             };
             if !task.is_object() {
-                return server.respond(id, Err(invalid_params("params.task: must be an object"))).await;
+                return conn.respond(id, Err(invalid_params("params.task: must be an object"))).await;
             }
             let args = Value::Object(call.args);
-            let inserted = server.store().insert(NewTask {
+            let inserted = conn.store().insert(NewTask {
                 tool: name,
                 arguments: &args,
                 era: Era::Legacy,
                 progress_token: token.as_ref(),
-                ttl_ms: server.ttl_for(ttl),
-                poll_interval_ms: server.cfg.poll_interval_ms,
+                ttl_ms: conn.ttl_for(ttl),
+                poll_interval_ms: conn.cfg.poll_interval_ms,
                 client_elicitation: false,
             });
             let row = match inserted {
                 Ok(row) => row,
-                Err(e) => return server.respond(id, Err(internal(e))).await,
+                Err(e) => return conn.respond(id, Err(internal(e))).await,
             };
-            if let Some(token) = token {
-                server.conn().progress_tokens.insert(row.id.clone(), token);
-            }
+            conn.set_owner(&row.id, conn, token);
+            conn.watch(&row.id);
             tracing::info!(task = %row.id, tool = name, "legacy task created");
-            server.respond(id, Ok(json!({"task": task_json(&row)}))).await;
-            work::spawn(server, row);
+            conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;
+            work::spawn(&conn.server, row);
         }
         (_, None) => {
             // A plain call to an optional tool may still take a while: run it beside the reader.
-            let server = server.clone();
-            tokio::spawn(async move {
-                let run = Run::inline(&server, token);
+            let conn2 = conn.clone();
+            let rid = id.clone();
+            conn.spawn_for(&id, async move {
+                let run = Run::inline(&conn2, token);
                 let result = work::run_tool(&run, name, &call.args, None).await;
                 let result = result
                     .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
                     .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the call was interrupted"));
-                server.respond(id, result).await;
+                conn2.respond(rid, result).await;
             });
         }
     }
 }
 
-fn list(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
+fn list(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject> {
     let after = match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => {
-            let row = server.store().get(c).map_err(internal)?;
+            let row = conn.store().get(c).map_err(internal)?;
             match row {
                 Some(row) if row.era == Era::Legacy => Some(row),
                 _ => return Err(invalid_params("params.cursor: unknown or expired cursor")),
@@ -164,9 +171,9 @@ fn list(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
         }
         Some(_) => return Err(invalid_params("params.cursor: must be a string")),
     };
-    let size = server.cfg.list_page_size.max(1);
+    let size = conn.cfg.list_page_size.max(1);
     let (_, now) = crate::store::now();
-    let mut page = server.store().page(Era::Legacy, after.as_ref(), size + 1).map_err(internal)?;
+    let mut page = conn.store().page(Era::Legacy, after.as_ref(), size + 1).map_err(internal)?;
     let more = page.len() > size;
     page.truncate(size);
     let mut result = json!({
@@ -180,47 +187,48 @@ fn list(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject> {
     Ok(result)
 }
 
-async fn cancel(server: &Arc<Server>, id: RequestId, params: Option<&Value>) {
-    let row = match task_id(params).and_then(|t| server.lookup(t, Era::Legacy)) {
+async fn cancel(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
+    let row = match find(conn, params) {
         Ok(row) => row,
-        Err(e) => return server.respond(id, Err(e)).await,
+        Err(e) => return conn.respond(id, Err(e)).await,
     };
     let cancelled = {
-        let store = server.store();
+        let store = conn.store();
         store.request_cancel(&row.id).and_then(|_| {
             store.finish(&row.id, TaskStatus::Cancelled, Some("The task was cancelled by request."), None, None)
         })
     };
     let result = match cancelled {
-        Ok(true) => server.lookup(&row.id, Era::Legacy).map(|row| task_json(&row)),
+        Ok(true) => conn.lookup(&row.id, Era::Legacy).map(|row| task_json(&row)),
         Ok(false) => {
-            let status = server.lookup(&row.id, Era::Legacy).map(|r| r.status).unwrap_or(row.status);
+            let status = conn.lookup(&row.id, Era::Legacy).map(|r| r.status).unwrap_or(row.status);
             Err(invalid_params(format!("Cannot cancel task: already in terminal status '{status}'")))
         }
         Err(e) => Err(internal(e)),
     };
     let ok = result.is_ok();
-    server.respond(id, result).await;
+    conn.respond(id, result).await;
     if ok {
-        server.wake(&row.id);
-        server.changed(&row.id);
+        conn.wake(&row.id);
+        conn.changed(&row.id);
     }
 }
 
 /// `tasks/result`: answers once the task is terminal. While it waits, an input_required task's
 /// question is (re)sent, which is how a client that reconnected after a restart gets it back.
-async fn wait_for_result(server: Arc<Server>, id: RequestId, task_id: String) {
-    let mut events = server.events.subscribe();
+async fn wait_for_result(conn: Arc<Conn>, id: RequestId, task_id: String) {
+    let mut events = conn.events.subscribe();
     loop {
-        let row = match server.lookup(&task_id, Era::Legacy) {
+        let row = match conn.lookup(&task_id, Era::Legacy) {
             Ok(row) => row,
-            Err(e) => return server.respond(id, Err(e)).await,
+            Err(e) => return conn.respond(id, Err(e)).await,
         };
+        conn.watch(&row.id);
         if row.status.is_terminal() {
-            return server.respond(id, payload(&row)).await;
+            return conn.respond(id, payload(&row)).await;
         }
         if row.status == TaskStatus::InputRequired {
-            ensure_question(&server, &row).await;
+            ensure_question(&conn, &row).await;
         }
         loop {
             match events.recv().await {
@@ -253,11 +261,11 @@ fn payload(row: &TaskRow) -> Result<Value, ErrorObject> {
 }
 
 /// Sends the task's question unless one is already awaiting an answer on this connection.
-async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
+async fn ensure_question(conn: &Arc<Conn>, row: &TaskRow) {
     // The caller's row may predate an answer that just arrived: decide on the stored one. Together
     // with `handle_response` keeping its request outstanding until the answer is stored, this
     // makes sure a question is never sent again once it has been answered.
-    let fresh = match server.store().get(&row.id) {
+    let fresh = match conn.store().get(&row.id) {
         Ok(Some(fresh)) => fresh,
         _ => return,
     };
@@ -270,13 +278,13 @@ async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
         return;
     }
     let request_id = {
-        let mut conn = server.conn();
-        if conn.era != Some(Era::Legacy) || conn.outstanding.values().any(|(t, _)| *t == row.id) {
+        let mut state = conn.state();
+        if state.era != Some(Era::Legacy) || state.outstanding.values().any(|(t, _)| *t == row.id) {
             return;
         }
-        if conn.legacy_elicitation {
-            let request_id = format!("elicit-{}-{}", row.id, server.next_seq());
-            conn.outstanding.insert(request_id.clone(), (row.id.clone(), key.clone()));
+        if state.legacy_elicitation {
+            let request_id = format!("elicit-{}-{}", row.id, conn.next_seq());
+            state.outstanding.insert(request_id.clone(), (row.id.clone(), key.clone()));
             Some(request_id)
         } else {
             None
@@ -286,10 +294,10 @@ async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
         let text = "diagnosis needs a service, and this client cannot be asked for one (it did not declare the \
                     elicitation capability): call the tool again with the missing argument";
         let result = serde_json::to_value(taskdeck_protocol::types::CallToolResult::error_text(text)).ok();
-        let finished = server.store().finish(&row.id, TaskStatus::Failed, Some(text), result.as_ref(), None);
+        let finished = conn.store().finish(&row.id, TaskStatus::Failed, Some(text), result.as_ref(), None);
         if matches!(finished, Ok(true)) {
-            server.wake(&row.id);
-            server.changed(&row.id);
+            conn.wake(&row.id);
+            conn.changed(&row.id);
         }
         return;
     };
@@ -298,14 +306,14 @@ async fn ensure_question(server: &Arc<Server>, row: &TaskRow) {
         obj.insert("_meta".into(), json!({ meta::RELATED_TASK: {"taskId": row.id} }));
     }
     tracing::info!(task = %row.id, request = %request_id, "asking the client");
-    server.send(Message::request(request_id.as_str(), methods::ELICITATION_CREATE, params)).await;
+    conn.send(Message::request(request_id.as_str(), methods::ELICITATION_CREATE, params)).await;
 }
 
 /// The client's answer to one of our `elicitation/create` requests.
-pub async fn handle_response(server: &Arc<Server>, resp: Response) {
+pub async fn handle_response(conn: &Arc<Conn>, resp: Response) {
     let Some(key) = response_key(&resp) else { return };
     // Looked up, not removed, until the answer is stored: meanwhile nobody may ask again.
-    let Some((task_id, question_key)) = server.conn().outstanding.get(&key).cloned() else {
+    let Some((task_id, question_key)) = conn.state().outstanding.get(&key).cloned() else {
         tracing::debug!(id = %key, "response to no outstanding request ignored");
         return;
     };
@@ -314,18 +322,18 @@ pub async fn handle_response(server: &Arc<Server>, resp: Response) {
             if let Some(obj) = result.as_object_mut() {
                 obj.remove("_meta");
             }
-            let stored = server.store().answer(&task_id, &question_key, &result);
-            server.conn().outstanding.remove(&key);
+            let stored = conn.store().answer(&task_id, &question_key, &result);
+            conn.state().outstanding.remove(&key);
             match stored {
                 Ok(true) => {}
                 Ok(false) => return tracing::debug!(task = %task_id, "answer to a question no longer open"),
                 Err(e) => return tracing::error!(task = %task_id, "{e}"),
             }
-            server.wake(&task_id);
-            server.changed(&task_id);
+            conn.wake(&task_id);
+            conn.changed(&task_id);
         }
         Response::Error { error, .. } => {
-            server.conn().outstanding.remove(&key);
+            conn.state().outstanding.remove(&key);
             // The question stays open: the next tasks/result asks again.
             tracing::warn!(task = %task_id, "client could not answer the question: {error}");
         }
@@ -334,10 +342,15 @@ pub async fn handle_response(server: &Arc<Server>, resp: Response) {
 
 /// Sends `notifications/tasks/status` for every change of a legacy task, and puts a task's
 /// question to the client as soon as it needs one.
-pub async fn status_listener(server: Arc<Server>) {
-    let mut events = server.events.subscribe();
+pub async fn status_listener(conn: Arc<Conn>) {
+    let mut events = conn.events.subscribe();
     loop {
-        let task_id = match events.recv().await {
+        let received = tokio::select! {
+            r = events.recv() => r,
+            // The transport is done with this connection (an HTTP session ended).
+            _ = conn.closed() => return,
+        };
+        let task_id = match received {
             Ok(id) => id,
             Err(RecvError::Lagged(n)) => {
                 tracing::debug!("status listener skipped {n} events");
@@ -345,16 +358,16 @@ pub async fn status_listener(server: Arc<Server>) {
             }
             Err(RecvError::Closed) => return,
         };
-        if server.conn().era != Some(Era::Legacy) {
+        if conn.state().era != Some(Era::Legacy) || !conn.watches(&task_id) {
             continue;
         }
-        let row = match server.store().get(&task_id) {
+        let row = match conn.store().get(&task_id) {
             Ok(Some(row)) if row.era == Era::Legacy => row,
             _ => continue,
         };
-        server.send(Message::notification(methods::TASKS_STATUS, Some(task_json(&row)))).await;
+        conn.send(Message::notification(methods::TASKS_STATUS, Some(task_json(&row)))).await;
         if row.status == TaskStatus::InputRequired {
-            ensure_question(&server, &row).await;
+            ensure_question(&conn, &row).await;
         }
     }
 }

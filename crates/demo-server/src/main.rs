@@ -1,13 +1,18 @@
 //! `taskdeck-demo-server`: the MCP task server bundled with Taskdeck, used as the first server a
 //! new user meets and as a test peer for both task eras.
 
+mod http;
 mod legacy;
 mod modern;
 mod server;
+mod session;
+mod stdio;
 mod store;
 mod tools;
 mod work;
 
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -31,6 +36,19 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 /// params._meta["io.modelcontextprotocol/protocolVersion"] mean 2026-07-28 with the
 /// io.modelcontextprotocol/tasks extension (server/discover, flat task handles, tasks/get polling,
 /// tasks/update for answers).
+///
+/// With --http ADDR it serves MCP over Streamable HTTP instead, at http://ADDR/mcp (ADDR such as
+/// 127.0.0.1:8080, or 127.0.0.1:0 for any free port). The first line on stdout is the endpoint's
+/// URL with the real port, e.g. http://127.0.0.1:41234/mcp; nothing else is written to stdout.
+/// It serves until SIGTERM or SIGINT. Both eras share the endpoint and the task store:
+///   - POST initialize opens a 2025-11-25 session (Mcp-Session-Id); its requests are answered as
+///     JSON, or as an SSE stream when something comes first (a task's question for the
+///     tasks/result waiting on it); GET opens the session's own SSE stream; events carry ids for
+///     Last-Event-ID resumption; DELETE ends the session; idle sessions expire.
+///   - A POST with MCP-Protocol-Version: 2026-07-28 and the matching _meta is one stateless
+///     request; Mcp-Method and Mcp-Name must match the body (400 HeaderMismatch otherwise).
+///
+/// Bodies over --max-line-bytes get 413. Browsers' Origin must be this machine or the Host asked.
 ///
 /// Tools:
 ///   generate_report {topic, seconds?}   task required; four stages with progress, resumes after a restart
@@ -65,7 +83,8 @@ struct Args {
     #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1000))]
     list_page_size: u64,
 
-    /// Longest accepted input line, in bytes; longer lines are logged and skipped.
+    /// Longest accepted message, in bytes: a longer stdio line is logged and skipped, a longer
+    /// HTTP request body is refused with 413.
     #[arg(long, default_value_t = taskdeck_protocol::framing::DEFAULT_MAX_FRAME as u64,
           value_parser = clap::value_parser!(u64).range(1024..=1 << 30))]
     max_line_bytes: u64,
@@ -73,6 +92,23 @@ struct Args {
     /// How often expired tasks are purged while running, in milliseconds.
     #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
     purge_interval_ms: u64,
+
+    /// Serve Streamable HTTP on this address instead of stdio (port 0: any free port).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+
+    /// HTTP: legacy sessions open at once; an initialize beyond gets 503.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    max_sessions: u64,
+
+    /// HTTP: a legacy session with no request and no open stream for this long ends, in milliseconds.
+    #[arg(long, default_value_t = 30 * 60 * 1000, value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
+    session_idle_ms: u64,
+
+    /// HTTP, for testing clients: end every SSE connection this long after it opened (with a
+    /// `retry` hint), so a client must resume the stream with Last-Event-ID, in milliseconds.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
+    sse_cut_ms: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -109,8 +145,23 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    tracing::info!(state = %cfg.state_dir.display(), "taskdeck-demo-server ready on stdio");
-    let outcome = runtime.block_on(server::serve(cfg, store, tokio::io::stdin(), tokio::io::stdout()));
+    let server = server::Server::new(cfg, store);
+    let outcome = match args.http {
+        Some(addr) => {
+            let http = http::HttpConfig {
+                addr,
+                max_sessions: args.max_sessions as usize,
+                session_idle: Duration::from_millis(args.session_idle_ms),
+                max_body: args.max_line_bytes as usize,
+                sse_cut: args.sse_cut_ms.map(Duration::from_millis),
+            };
+            runtime.block_on(http::serve(server, http, announce, terminated()))
+        }
+        None => {
+            tracing::info!(state = %args.state.display(), "taskdeck-demo-server ready on stdio");
+            runtime.block_on(stdio::serve(server, tokio::io::stdin(), tokio::io::stdout()))
+        }
+    };
     // Workers and blocked tasks/result waiters are abandoned on purpose: their tasks are in the
     // store and resume on the next start.
     runtime.shutdown_timeout(Duration::from_millis(500));
@@ -121,4 +172,30 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The one line a launcher waits for: where to connect.
+fn announce(url: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{url}")?;
+    out.flush()
+}
+
+/// SIGTERM or SIGINT. Without a way to listen for them only Ctrl-C is waited for.
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM"),
+                    _ = int.recv() => tracing::info!("SIGINT"),
+                }
+                return;
+            }
+            (Err(e), _) | (_, Err(e)) => tracing::warn!("cannot listen for signals: {e}"),
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
 }

@@ -12,7 +12,7 @@ use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::{Era, ErrorObject, Request, RequestId, TaskStatus, codes, meta, methods};
 
 use crate::legacy::task_id;
-use crate::server::{Server, internal, invalid_params};
+use crate::server::{Conn, Server, internal, invalid_params};
 use crate::store::{NewTask, TaskRow};
 use crate::tools::{self, ToolSpec};
 use crate::work::{self, Run};
@@ -20,15 +20,15 @@ use crate::work::{self, Run};
 /// How long a client may cache discovery and the tool list: the catalogue is compiled in.
 const CACHE_TTL_MS: i64 = 3_600_000;
 
-pub async fn handle_request(server: &Arc<Server>, req: Request, envelope: RequestEnvelope) {
+pub async fn handle_request(conn: &Arc<Conn>, req: Request, envelope: RequestEnvelope) {
     let id = req.id.clone();
     let params = req.params.as_ref();
     let needs_tasks = matches!(req.method.as_str(), methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL);
     if needs_tasks && !envelope.declares_tasks() {
-        return server.respond(id, Err(missing_tasks_extension())).await;
+        return conn.respond(id, Err(missing_tasks_extension())).await;
     }
     let result = match req.method.as_str() {
-        methods::SERVER_DISCOVER => return discover(server, id).await,
+        methods::SERVER_DISCOVER => return discover(conn, id).await,
         methods::PING => Ok(json!({"resultType": result_type::COMPLETE})),
         methods::TOOLS_LIST => Ok(json!({
             "tools": tools::TOOLS.iter().map(tool_entry).collect::<Vec<_>>(),
@@ -36,17 +36,17 @@ pub async fn handle_request(server: &Arc<Server>, req: Request, envelope: Reques
             "ttlMs": CACHE_TTL_MS,
             "resultType": result_type::COMPLETE,
         })),
-        methods::TOOLS_CALL => return tools_call(server, id, params, &envelope).await,
-        methods::TASKS_GET => task_id(params).and_then(|t| server.lookup(t, Era::Modern)).map(|r| detailed(server, &r)),
-        methods::TASKS_UPDATE => update(server, params),
-        methods::TASKS_CANCEL => cancel(server, params),
+        methods::TOOLS_CALL => return tools_call(conn, id, params, &envelope).await,
+        methods::TASKS_GET => task_id(params).and_then(|t| conn.lookup(t, Era::Modern)).map(|r| detailed(conn, &r)),
+        methods::TASKS_UPDATE => update(conn, params),
+        methods::TASKS_CANCEL => cancel(conn, params),
         methods::INITIALIZE => Err(ErrorObject::new(
             codes::INVALID_REQUEST,
             "this connection already speaks 2026-07-28 (requests carry their protocol version in _meta)",
         )),
         other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
-    server.respond(id, result).await;
+    conn.respond(id, result).await;
 }
 
 fn missing_tasks_extension() -> ErrorObject {
@@ -54,7 +54,7 @@ fn missing_tasks_extension() -> ErrorObject {
         .with_data(json!({"requiredCapabilities": {"extensions": { meta::TASKS_EXTENSION: {} }}}))
 }
 
-pub async fn discover(server: &Server, id: RequestId) {
+pub async fn discover(conn: &Conn, id: RequestId) {
     let result = json!({
         "supportedVersions": [taskdeck_protocol::modern::PROTOCOL_VERSION],
         "capabilities": {
@@ -66,7 +66,7 @@ pub async fn discover(server: &Server, id: RequestId) {
         "ttlMs": CACHE_TTL_MS,
         "resultType": result_type::COMPLETE,
     });
-    server.respond(id, Ok(result)).await;
+    conn.respond(id, Ok(result)).await;
 }
 
 fn tool_entry(spec: &ToolSpec) -> Value {
@@ -93,49 +93,50 @@ fn with_result_type(mut v: Value, kind: &str) -> Value {
     v
 }
 
-async fn tools_call(server: &Arc<Server>, id: RequestId, params: Option<&Value>, envelope: &RequestEnvelope) {
+async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, envelope: &RequestEnvelope) {
     let call = match crate::server::parse_call(params) {
         Ok(c) => c,
-        Err(e) => return server.respond(id, Err(e)).await,
+        Err(e) => return conn.respond(id, Err(e)).await,
     };
     let name = call.spec.name;
     let as_task = match call.spec.task_support {
         TaskSupport::Forbidden => false,
         TaskSupport::Optional => envelope.declares_tasks(),
         TaskSupport::Required if envelope.declares_tasks() => true,
-        TaskSupport::Required => return server.respond(id, Err(missing_tasks_extension())).await,
+        TaskSupport::Required => return conn.respond(id, Err(missing_tasks_extension())).await,
     };
     if !as_task {
-        let server = server.clone();
-        tokio::spawn(async move {
-            let run = Run::inline(&server, None);
+        let conn2 = conn.clone();
+        let rid = id.clone();
+        conn.spawn_for(&id, async move {
+            let run = Run::inline(&conn2, None);
             let result = work::run_tool(&run, name, &call.args, None).await;
             let result = result
                 .map(|r| with_result_type(serde_json::to_value(r).unwrap_or(Value::Null), result_type::COMPLETE))
                 .map_err(|_| ErrorObject::new(codes::INTERNAL_ERROR, "the call was interrupted"));
-            server.respond(id, result).await;
+            conn2.respond(rid, result).await;
         });
         return;
     }
     let args = Value::Object(call.args);
-    let inserted = server.store().insert(NewTask {
+    let inserted = conn.store().insert(NewTask {
         tool: name,
         arguments: &args,
         era: Era::Modern,
         progress_token: None,
         // The extension ignores `params.task`, so there is no requested TTL in this era.
-        ttl_ms: server.ttl_for(None),
-        poll_interval_ms: server.cfg.poll_interval_ms,
+        ttl_ms: conn.ttl_for(None),
+        poll_interval_ms: conn.cfg.poll_interval_ms,
         client_elicitation: envelope.declares_elicitation(),
     });
     let row = match inserted {
         Ok(row) => row,
-        Err(e) => return server.respond(id, Err(internal(e))).await,
+        Err(e) => return conn.respond(id, Err(internal(e))).await,
     };
     tracing::info!(task = %row.id, tool = name, "modern task created");
     let handle = with_result_type(serde_json::to_value(task_fields(&row)).unwrap_or(Value::Null), result_type::TASK);
-    server.respond(id, Ok(handle)).await;
-    work::spawn(server, row);
+    conn.respond(id, Ok(handle)).await;
+    work::spawn(&conn.server, row);
 }
 
 /// `tasks/get`: the task plus whatever its status carries.

@@ -1,24 +1,28 @@
-//! The connection: reads frames, decides the era, routes each message to the era's handlers, and
-//! owns everything the handlers and task workers share.
+//! What every connection shares (the task store, the workers' wakers, progress) and what each
+//! connection has of its own (its era, its outbound queue, its open questions).
 //!
-//! stdio means exactly one client per process, so connection state and server state live together.
+//! A connection is a pair of channels as far as the era handlers can tell: messages are handed to
+//! [`dispatch`], and whatever the handlers and workers want to say to that client goes into the
+//! connection's outbound queue. stdio has one connection per process; HTTP has one per legacy
+//! session and one per modern request, all on the same [`Server`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use taskdeck_protocol::framing::{FrameError, LineDecoder};
 use taskdeck_protocol::modern::request_meta::RequestEnvelope;
 use taskdeck_protocol::modern::tasks::TaskProgress;
 use taskdeck_protocol::{Era, ErrorObject, Message, MessageError, Request, RequestId, Response, codes, methods};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, broadcast, mpsc};
+use tokio::task::AbortHandle;
 
 use crate::store::{Store, StoreError, TaskRow};
-use crate::{legacy, modern, work};
+use crate::{legacy, modern};
 
 pub const SERVER_NAME: &str = "taskdeck-demo-server";
 
@@ -33,36 +37,80 @@ pub struct Config {
     pub purge_interval: Duration,
 }
 
+/// Which legacy tasks a connection hears about (status notifications, questions).
+pub enum Interest {
+    /// stdio: the one client of the process hears about every legacy task, including those it
+    /// created before a restart.
+    All,
+    /// An HTTP session hears only about tasks it created or asked about, so one session never
+    /// learns another's task ids. Bounded: the oldest are forgotten first.
+    Known { ids: HashSet<String>, order: VecDeque<String> },
+}
+
+/// How many task ids an HTTP session keeps an interest in.
+const MAX_KNOWN_TASKS: usize = 4096;
+
+impl Interest {
+    pub fn known() -> Self {
+        Interest::Known { ids: HashSet::new(), order: VecDeque::new() }
+    }
+
+    fn add(&mut self, task_id: &str) {
+        let Interest::Known { ids, order } = self else { return };
+        if ids.contains(task_id) {
+            return;
+        }
+        if order.len() >= MAX_KNOWN_TASKS
+            && let Some(old) = order.pop_front()
+        {
+            ids.remove(&old);
+        }
+        ids.insert(task_id.to_owned());
+        order.push_back(task_id.to_owned());
+    }
+
+    fn contains(&self, task_id: &str) -> bool {
+        match self {
+            Interest::All => true,
+            Interest::Known { ids, .. } => ids.contains(task_id),
+        }
+    }
+}
+
 /// What this connection has told us about itself.
-#[derive(Default)]
 pub struct ConnState {
     pub era: Option<Era>,
     /// Legacy: the client declared `elicitation` in `initialize`.
     pub legacy_elicitation: bool,
-    /// Legacy progress tokens of tasks created on this connection. A token from an earlier
-    /// process means nothing to the current client, so it is never revived from the store.
-    pub progress_tokens: HashMap<String, Value>,
     /// Legacy `elicitation/create` requests awaiting an answer: request id → (task id, question key).
     pub outstanding: HashMap<String, (String, String)>,
+    interest: Interest,
+}
+
+/// The legacy connection that created a task in this process, and the progress token it gave.
+/// A token from an earlier process means nothing to the current client, so it is never revived
+/// from the store.
+struct Owner {
+    conn: Weak<Conn>,
+    token: Option<Value>,
 }
 
 pub struct Server {
     pub cfg: Config,
     store: Mutex<Store>,
-    out: mpsc::Sender<Message>,
     /// Fired with a task id after every change a client could observe; receivers re-read the store.
     pub events: broadcast::Sender<String>,
     wakers: Mutex<HashMap<String, Arc<Notify>>>,
-    conn: Mutex<ConnState>,
     /// Modern progress, reported in `tasks/get` `_meta`; memory only, rebuilt from the checkpoint.
     progress: Mutex<HashMap<String, TaskProgress>>,
+    owners: Mutex<HashMap<String, Owner>>,
     seq: AtomicU64,
 }
 
 /// Outbound queue depth. Responses wait for room; progress is dropped when the client lags.
-const OUT_QUEUE: usize = 1024;
+pub const OUT_QUEUE: usize = 1024;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the whole server down with a poisoned lock.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -81,15 +129,14 @@ pub fn not_found(task_id: &str) -> ErrorObject {
 }
 
 impl Server {
-    pub fn new(cfg: Config, store: Store, out: mpsc::Sender<Message>) -> Arc<Self> {
+    pub fn new(cfg: Config, store: Store) -> Arc<Self> {
         Arc::new(Self {
             cfg,
             store: Mutex::new(store),
-            out,
             events: broadcast::channel(1024).0,
             wakers: Mutex::new(HashMap::new()),
-            conn: Mutex::new(ConnState::default()),
             progress: Mutex::new(HashMap::new()),
+            owners: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(1),
         })
     }
@@ -98,33 +145,8 @@ impl Server {
         lock(&self.store)
     }
 
-    pub fn conn(&self) -> MutexGuard<'_, ConnState> {
-        lock(&self.conn)
-    }
-
     pub fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::Relaxed)
-    }
-
-    pub async fn send(&self, msg: Message) {
-        if self.out.send(msg).await.is_err() {
-            tracing::debug!("stdout is closed; message dropped");
-        }
-    }
-
-    /// For messages that may be lost without harm (progress): never waits on a slow client.
-    pub fn send_lossy(&self, msg: Message) {
-        if self.out.try_send(msg).is_err() {
-            tracing::debug!("outbound queue full or closed; lossy message dropped");
-        }
-    }
-
-    pub async fn respond(&self, id: RequestId, result: Result<Value, ErrorObject>) {
-        let msg = match result {
-            Ok(v) => Message::result(id, v),
-            Err(e) => Message::error(Some(id), e),
-        };
-        self.send(msg).await;
     }
 
     pub fn changed(&self, task_id: &str) {
@@ -139,7 +161,7 @@ impl Server {
     pub fn drop_waker(&self, task_id: &str) {
         lock(&self.wakers).remove(task_id);
         lock(&self.progress).remove(task_id);
-        self.conn().progress_tokens.remove(task_id);
+        lock(&self.owners).remove(task_id);
     }
 
     pub fn wake(&self, task_id: &str) {
@@ -154,6 +176,18 @@ impl Server {
 
     pub fn progress_of(&self, task_id: &str) -> Option<TaskProgress> {
         lock(&self.progress).get(task_id).cloned()
+    }
+
+    /// Records which connection created a legacy task, for its progress and its question.
+    pub fn set_owner(&self, task_id: &str, conn: &Arc<Conn>, token: Option<Value>) {
+        lock(&self.owners).insert(task_id.to_owned(), Owner { conn: Arc::downgrade(conn), token });
+    }
+
+    /// The creating connection, if still open, and the progress token it gave.
+    pub fn owner(&self, task_id: &str) -> Option<(Arc<Conn>, Option<Value>)> {
+        let owners = lock(&self.owners);
+        let owner = owners.get(task_id)?;
+        Some((owner.conn.upgrade()?, owner.token.clone()))
     }
 
     /// A task as a client of `era` may see it: unknown, expired and other-era tasks all look the
@@ -193,24 +227,13 @@ impl Server {
             Err(e) => tracing::error!("purging expired tasks: {e}"),
         }
     }
-}
 
-/// Serves one connection until stdin closes. Tasks stay in the store for the next start.
-pub async fn serve<R, W>(cfg: Config, store: Store, input: R, output: W) -> std::io::Result<()>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (tx, rx) = mpsc::channel(OUT_QUEUE);
-    let max_line = cfg.max_line_bytes;
-    let writer = tokio::spawn(write_loop(rx, output, max_line));
-    let server = Server::new(cfg, store, tx);
-
-    server.purge();
-    work::resume_all(&server);
-    tokio::spawn(legacy::status_listener(server.clone()));
-    let purger = {
-        let server = server.clone();
+    /// Once per process, whatever the transport: drop what expired while we were down, pick up
+    /// unfinished work, and keep purging.
+    pub fn start(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        self.purge();
+        crate::work::resume_all(self);
+        let server = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(server.cfg.purge_interval);
             tick.tick().await;
@@ -219,126 +242,163 @@ where
                 server.purge();
             }
         })
-    };
-
-    read_loop(&server, input).await;
-    tracing::info!("stdin closed; shutting down");
-    purger.abort();
-    drop(server);
-    // Give queued responses a moment to reach stdout; workers still hold senders, so the writer
-    // would otherwise wait for them forever.
-    let _ = tokio::time::timeout(Duration::from_millis(200), writer).await;
-    Ok(())
-}
-
-async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Message>, mut out: W, max_line: usize) {
-    while let Some(msg) = rx.recv().await {
-        let line = msg.to_line();
-        let Some(frame) = taskdeck_protocol::framing::encode(&line, max_line.max(line.len())) else {
-            tracing::error!("refusing to send a message that would break framing");
-            continue;
-        };
-        if out.write_all(&frame).await.is_err() || out.flush().await.is_err() {
-            tracing::info!("stdout closed");
-            return;
-        }
     }
 }
 
-async fn read_loop<R: AsyncRead + Unpin>(server: &Arc<Server>, mut input: R) {
-    let mut decoder = LineDecoder::new(server.cfg.max_line_bytes);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut frames = Vec::new();
-    loop {
-        let n = match input.read(&mut buf).await {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) => {
-                tracing::warn!("reading stdin: {e}");
-                break;
+/// One client connection: its era, its outbound queue, and the handlers it has running.
+pub struct Conn {
+    pub server: Arc<Server>,
+    out: mpsc::Sender<Message>,
+    state: Mutex<ConnState>,
+    /// Handlers that outlive `dispatch` (a waiting `tasks/result`, a plain call that takes a
+    /// while), so a transport can stop them when their client is gone.
+    running: Mutex<Vec<(RequestId, AbortHandle)>>,
+}
+
+/// A connection is a view of the server: the era handlers reach the store and the task machinery
+/// through it as if they were the server's own.
+impl Deref for Conn {
+    type Target = Server;
+    fn deref(&self) -> &Server {
+        &self.server
+    }
+}
+
+impl Conn {
+    /// A connection and the receiving end of its outbound queue, which its transport drains.
+    pub fn open(server: &Arc<Server>, era: Option<Era>, interest: Interest) -> (Arc<Self>, mpsc::Receiver<Message>) {
+        let (tx, rx) = mpsc::channel(OUT_QUEUE);
+        let state = ConnState { era, legacy_elicitation: false, outstanding: HashMap::new(), interest };
+        let conn =
+            Arc::new(Self { server: server.clone(), out: tx, state: Mutex::new(state), running: Mutex::default() });
+        (conn, rx)
+    }
+
+    pub fn state(&self) -> MutexGuard<'_, ConnState> {
+        lock(&self.state)
+    }
+
+    /// From now on this connection hears about the task.
+    pub fn watch(&self, task_id: &str) {
+        self.state().interest.add(task_id);
+    }
+
+    pub fn watches(&self, task_id: &str) -> bool {
+        self.state().interest.contains(task_id)
+    }
+
+    pub async fn send(&self, msg: Message) {
+        if self.out.send(msg).await.is_err() {
+            tracing::debug!("connection closed; message dropped");
+        }
+    }
+
+    /// For messages that may be lost without harm (progress): never waits on a slow client.
+    pub fn send_lossy(&self, msg: Message) {
+        if self.out.try_send(msg).is_err() {
+            tracing::debug!("outbound queue full or closed; lossy message dropped");
+        }
+    }
+
+    pub async fn respond(&self, id: RequestId, result: Result<Value, ErrorObject>) {
+        let msg = match result {
+            Ok(v) => Message::result(id, v),
+            Err(e) => Message::error(Some(id), e),
+        };
+        self.send(msg).await;
+    }
+
+    /// Resolves once the transport stopped draining this connection's queue.
+    pub async fn closed(&self) {
+        self.out.closed().await
+    }
+
+    /// Runs a request's handler beside the connection's other work, stoppable by [`Conn::abandon`].
+    pub fn spawn_for<F>(&self, id: &RequestId, fut: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let handle = tokio::spawn(fut).abort_handle();
+        let mut running = lock(&self.running);
+        running.retain(|(_, h)| !h.is_finished());
+        running.push((id.clone(), handle));
+    }
+
+    /// The client of request `id` is gone: nothing it started on our side needs to go on. (Tasks
+    /// are not requests; they keep running.)
+    pub fn abandon(&self, id: &RequestId) {
+        lock(&self.running).retain(|(rid, h)| {
+            if rid == id && !h.is_finished() {
+                tracing::debug!(request = %id, "client gone; its handler stops");
+                h.abort();
             }
-        };
-        decoder.feed(&buf[..n], &mut frames);
-        for frame in frames.drain(..) {
-            handle_frame(server, frame).await;
-        }
+            rid != id
+        });
     }
-    if let Some(frame) = decoder.finish() {
-        handle_frame(server, frame).await;
+
+    /// The connection is over: stops every handler it still had running.
+    pub fn abandon_all(&self) {
+        for (_, h) in lock(&self.running).drain(..) {
+            h.abort();
+        }
     }
 }
 
-async fn handle_frame(server: &Arc<Server>, frame: Result<String, FrameError>) {
-    let text = match frame {
-        Ok(t) => t,
-        Err(FrameError::TooLong { limit }) => {
-            // Nothing of the message survives, not even its id, so there is no one to answer.
-            tracing::warn!("dropped an input line longer than {limit} bytes");
-            return;
-        }
-        Err(e @ FrameError::InvalidUtf8 { .. }) => {
-            server.send(Message::error(None, ErrorObject::new(codes::PARSE_ERROR, format!("Parse error: {e}")))).await;
-            return;
-        }
-    };
-    match Message::parse(&text) {
-        Ok(Message::Request(req)) => handle_request(server, req).await,
-        Ok(Message::Notification(n)) => {
+/// Hands one client message to the era handlers. Returns once the message is handled or its
+/// handler runs on its own; any answer goes into the connection's outbound queue.
+pub async fn dispatch(conn: &Arc<Conn>, msg: Message) {
+    match msg {
+        Message::Request(req) => handle_request(conn, req).await,
+        Message::Notification(n) => {
             if n.method != methods::INITIALIZED && n.method != methods::CANCELLED {
                 tracing::debug!(method = %n.method, "notification ignored");
             }
         }
-        Ok(Message::Response(resp)) => legacy::handle_response(server, resp).await,
-        Err(e) => {
-            let code = match e {
-                MessageError::Json(_) => codes::PARSE_ERROR,
-                _ => codes::INVALID_REQUEST,
-            };
-            let prefix = if code == codes::PARSE_ERROR { "Parse error" } else { "Invalid request" };
-            // The MCP schemas do not allow `"id": null`, so an unattributable error has no id at all.
-            server.send(Message::error(None, ErrorObject::new(code, format!("{prefix}: {e}")))).await;
-        }
+        Message::Response(resp) => legacy::handle_response(conn, resp).await,
     }
 }
 
-async fn handle_request(server: &Arc<Server>, req: Request) {
+async fn handle_request(conn: &Arc<Conn>, req: Request) {
     let envelope = RequestEnvelope::read(req.params.as_ref());
-    let legacy_session = server.conn().era == Some(Era::Legacy);
+    let legacy_session = conn.state().era == Some(Era::Legacy);
     // A legacy session ignores modern `_meta`: the era was settled by how the client opened.
     if let Some(version) = envelope.protocol_version.as_deref()
         && !legacy_session
         && version != taskdeck_protocol::modern::PROTOCOL_VERSION
     {
-        let err = ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
-            .with_data(json!({"supported": [taskdeck_protocol::modern::PROTOCOL_VERSION], "requested": version}));
-        server.respond(req.id, Err(err)).await;
+        conn.respond(req.id, Err(unsupported_version(version))).await;
         return;
     }
     let era = {
-        let mut conn = server.conn();
-        if conn.era.is_none() {
+        let mut state = conn.state();
+        if state.era.is_none() {
             if req.method == methods::INITIALIZE {
-                conn.era = Some(Era::Legacy);
+                state.era = Some(Era::Legacy);
             } else if envelope.is_modern() {
-                conn.era = Some(Era::Modern);
+                state.era = Some(Era::Modern);
             }
         }
-        conn.era
+        state.era
     };
     match era {
-        Some(Era::Legacy) => legacy::handle_request(server, req).await,
-        Some(Era::Modern) => modern::handle_request(server, req, envelope).await,
-        None if req.method == methods::PING => server.respond(req.id, Ok(json!({}))).await,
-        None if req.method == methods::SERVER_DISCOVER => modern::discover(server, req.id).await,
+        Some(Era::Legacy) => legacy::handle_request(conn, req).await,
+        Some(Era::Modern) => modern::handle_request(conn, req, envelope).await,
+        None if req.method == methods::PING => conn.respond(req.id, Ok(json!({}))).await,
+        None if req.method == methods::SERVER_DISCOVER => modern::discover(conn, req.id).await,
         None => {
             let err = ErrorObject::new(
                 codes::INVALID_REQUEST,
                 "Start with initialize (protocol 2025-11-25), or send params._meta[\"io.modelcontextprotocol/\
                  protocolVersion\"] on every request (protocol 2026-07-28)",
             );
-            server.respond(req.id, Err(err)).await;
+            conn.respond(req.id, Err(err)).await;
         }
     }
+}
+
+pub fn unsupported_version(requested: &str) -> ErrorObject {
+    ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version")
+        .with_data(json!({"supported": [taskdeck_protocol::modern::PROTOCOL_VERSION], "requested": requested}))
 }
 
 /// `Response` carries the answer to one of our own requests (legacy elicitation).
@@ -372,4 +432,13 @@ pub fn parse_call(params: Option<&Value>) -> Result<Call, ErrorObject> {
     };
     crate::tools::validate(spec.name, &args).map_err(|e| invalid_params(format!("params.{e}")))?;
     Ok(Call { spec, args })
+}
+
+/// The error for a message that could not be read, with no id: the MCP schemas do not allow
+/// `"id": null`, so an unattributable error has no id at all.
+pub fn unparsable(e: &MessageError) -> ErrorObject {
+    match e {
+        MessageError::Json(_) => ErrorObject::new(codes::PARSE_ERROR, format!("Parse error: {e}")),
+        _ => ErrorObject::new(codes::INVALID_REQUEST, format!("Invalid request: {e}")),
+    }
 }

@@ -15,7 +15,7 @@ use taskdeck_protocol::types::CallToolResult;
 use taskdeck_protocol::{Era, ErrorObject, Message, TaskStatus, codes, meta, methods};
 use tokio::sync::Notify;
 
-use crate::server::Server;
+use crate::server::{Conn, Server};
 use crate::store::TaskRow;
 use crate::tools::{self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, REPORT_STAGES};
 
@@ -37,13 +37,13 @@ struct TaskCtx {
 pub struct Run {
     server: Arc<Server>,
     task: Option<TaskCtx>,
-    /// Plain legacy calls: the request's own progress token.
-    inline_token: Option<Value>,
+    /// Plain calls: the requesting connection and the request's own progress token.
+    inline: Option<(Arc<Conn>, Option<Value>)>,
 }
 
 impl Run {
-    pub fn inline(server: &Arc<Server>, progress_token: Option<Value>) -> Self {
-        Self { server: server.clone(), task: None, inline_token: progress_token }
+    pub fn inline(conn: &Arc<Conn>, progress_token: Option<Value>) -> Self {
+        Self { server: conn.server.clone(), task: None, inline: Some((conn.clone(), progress_token)) }
     }
 
     /// Re-reads the task and says whether it may go on.
@@ -82,21 +82,21 @@ impl Run {
     }
 
     fn progress(&self, progress: i64, total: i64, message: String) {
-        let (token, related) = match &self.task {
-            None => (self.inline_token.clone(), None),
+        let (to, related) = match &self.task {
+            None => (self.inline.clone(), None),
             Some(t) if t.era == Era::Modern => {
                 let p = TaskProgress { progress: progress as f64, total: Some(total as f64), message: Some(message) };
                 self.server.set_progress(&t.id, p);
                 return;
             }
-            Some(t) => (self.server.conn().progress_tokens.get(&t.id).cloned(), Some(&t.id)),
+            Some(t) => (self.server.owner(&t.id), Some(&t.id)),
         };
-        let Some(token) = token else { return };
+        let Some((conn, Some(token))) = to else { return };
         let mut params = json!({"progressToken": token, "progress": progress, "total": total, "message": message});
         if let Some(id) = related {
             params["_meta"] = json!({ meta::RELATED_TASK: {"taskId": id} });
         }
-        self.server.send_lossy(Message::notification(methods::PROGRESS, Some(params)));
+        conn.send_lossy(Message::notification(methods::PROGRESS, Some(params)));
     }
 
     /// Persists how far the work got. `announce` also tells observers (a status notification in
@@ -237,12 +237,9 @@ async fn obtain_answer(run: &Run, row: Option<&TaskRow>) -> Result<Answer, Stop>
     };
     if row.answer.is_none() && (row.status != TaskStatus::InputRequired || row.question.is_none()) {
         let can_ask = match t.era {
-            Era::Legacy => {
-                let conn = run.server.conn();
-                // Before `initialize` (just restarted) nobody can say yet: ask and wait; the
-                // question goes out once a client shows up and calls tasks/result.
-                conn.era != Some(Era::Legacy) || conn.legacy_elicitation
-            }
+            // A task resumed after a restart has no creator in this process, so nobody can say
+            // yet: ask and wait; the question goes out once a client shows up and calls tasks/result.
+            Era::Legacy => run.server.owner(&t.id).is_none_or(|(conn, _)| conn.state().legacy_elicitation),
             Era::Modern => row.client_elicitation,
         };
         if !can_ask {
@@ -380,8 +377,7 @@ pub fn spawn(server: &Arc<Server>, row: TaskRow) {
     tokio::spawn(async move {
         let id = row.id.clone();
         let era = row.era;
-        let run =
-            Run { server: server.clone(), task: Some(TaskCtx { id: id.clone(), era, waker }), inline_token: None };
+        let run = Run { server: server.clone(), task: Some(TaskCtx { id: id.clone(), era, waker }), inline: None };
         let args = row.arguments.as_object().cloned().unwrap_or_default();
         let outcome = match run.check() {
             Ok(_) => run_tool(&run, &row.tool, &args, Some(&row)).await,

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -16,7 +18,7 @@ use taskdeck_schema_check::{Era, Schemas, Sender};
 
 pub const WAIT: Duration = Duration::from_secs(10);
 
-fn schemas() -> Arc<Schemas> {
+pub fn schemas() -> Arc<Schemas> {
     static S: OnceLock<Arc<Schemas>> = OnceLock::new();
     S.get_or_init(|| Arc::new(Schemas::load())).clone()
 }
@@ -220,7 +222,7 @@ impl Drop for Peer {
 /// schema-check tightens `ResultMetaObject` as if it were closed, although `_meta` is open to
 /// prefixed keys; Taskdeck's own progress key is therefore checked here and removed before the
 /// official schema sees the message.
-fn without_own_meta(msg: &Value) -> Value {
+pub fn without_own_meta(msg: &Value) -> Value {
     let mut msg = msg.clone();
     let Some(meta) = msg.pointer_mut("/result/_meta").and_then(Value::as_object_mut) else { return msg };
     if let Some(p) = meta.remove("dev.taskdeck/progress") {
