@@ -11,7 +11,7 @@ APT_GET := DEBIAN_FRONTEND=noninteractive apt-get
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian packages every part needs; area makefiles append their own.
-SYSTEM_PACKAGES := pkg-config build-essential python3 nodejs npm
+SYSTEM_PACKAGES := pkg-config build-essential python3 nodejs npm openssl
 TEST_SUITES :=
 
 .PHONY: help run test deps lint test-rust peers clean
