@@ -154,6 +154,9 @@ impl Stats {
 struct Lane {
     index: usize,
     seed: u64,
+    /// Odd lanes hold the dual-era demo server to the legacy era, where a question rides on an
+    /// open `tasks/result` instead of being polled, so a kill cuts different paths.
+    era: &'static str,
     dir: tempfile::TempDir,
     config: PathBuf,
     state: PathBuf,
@@ -184,6 +187,7 @@ impl Lane {
         Lane {
             index,
             seed,
+            era: if index % 2 == 0 { "modern" } else { "legacy" },
             dir,
             config,
             state,
@@ -200,7 +204,7 @@ impl Lane {
         let mut c = Command::new(CLI);
         c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
         c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.env_remove("TASKDECK_FORCE_ERA");
+        c.env("TASKDECK_FORCE_ERA", self.era);
         c.stdin(Stdio::null());
         c
     }
@@ -420,7 +424,8 @@ impl Lane {
                 }
                 _ => seen.remote = remote,
             }
-            let ended = is_terminal(t).then(|| json!({"status": t["status"], "result": t["result"], "error": t["error"]}));
+            let ended =
+                is_terminal(t).then(|| json!({"status": t["status"], "result": t["result"], "error": t["error"]}));
             match (&seen.ended, ended) {
                 (Some(was), Some(now)) if *was != now => {
                     return Err(format!("task {id} ended as {was} and is now {now}"));
@@ -564,6 +569,12 @@ fn printed_ids(stdout: &str) -> Vec<String> {
 /// The demo server's tasks by id, with their tool and arguments (schema: `crates/demo-server/src/store.rs`).
 fn server_rows(file: &Path) -> rusqlite::Result<BTreeMap<String, (String, Value)>> {
     let conn = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    // A server killed while it created its database leaves the file without the table.
+    let tables: i64 =
+        conn.query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))?;
+    if tables == 0 {
+        return Ok(BTreeMap::new());
+    }
     let mut stmt = conn.prepare("SELECT id, tool, arguments FROM tasks")?;
     let rows = stmt.query_map([], |r| {
         let args: String = r.get(2)?;
@@ -618,7 +629,8 @@ fn kill_9_of_the_cli_and_its_server_loses_duplicates_strands_and_reruns_no_task(
                             let dir = lane.dir.keep();
                             let tail = lane.log.iter().rev().take(12).rev().cloned().collect::<Vec<_>>().join("\n  ");
                             Err(format!(
-                                "lane {index} (seed {}): {problem}\n  last rounds:\n  {tail}\n  data kept in {}",
+                                "lane {index} ({} era, seed {}): {problem}\n  last rounds:\n  {tail}\n  data kept in {}",
+                                lane.era,
                                 lane.seed,
                                 dir.display()
                             ))
@@ -650,5 +662,67 @@ fn kill_9_of_the_cli_and_its_server_loses_duplicates_strands_and_reruns_no_task(
         total.reasons,
         total.server_rows,
     ));
-    assert!(problems.is_empty(), "the soak (seed {seed}, replay with {SEED_ENV}={seed}) found:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "the soak (seed {seed}, replay with {SEED_ENV}={seed}) found:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// A lane whose store holds one completed `count`, not yet checked, and that task's id.
+fn lane_with_a_count() -> (Lane, String) {
+    let mut lane = Lane::new(0, 1);
+    let done = lane
+        .drive(
+            &Action::Run { tool: "count", args: json!({"n": 2, "delay_ms": 0}) }.argv(),
+            Target::Nothing,
+            Duration::ZERO,
+        )
+        .unwrap();
+    assert_eq!(done.code, Some(0), "{}{}", done.stdout, done.stderr);
+    let id = printed_ids(&done.stdout).pop().unwrap();
+    (lane, id)
+}
+
+fn sql(file: &Path, statement: &str) {
+    rusqlite::Connection::open(file).unwrap().execute_batch(statement).unwrap();
+}
+
+#[track_caller]
+fn assert_finds(found: Check, what: &str) {
+    match found {
+        Err(problem) => assert!(problem.contains(what), "expected {what:?}, found: {problem}"),
+        Ok(()) => panic!("the checks found nothing; expected {what:?}"),
+    }
+}
+
+/// The checks themselves, each on a store or server database damaged the way a defect would leave it.
+#[test]
+fn the_soak_notices_a_wrong_result_a_changed_end_a_task_run_twice_and_a_lost_task() {
+    let (mut lane, _) = lane_with_a_count();
+    let store = lane.dir.path().join("data/taskdeck.sqlite3");
+    sql(
+        &store,
+        r#"UPDATE tasks SET result = '{"content":[{"type":"text","text":"counted to 3"}],"structuredContent":{"counted":3}}'"#,
+    );
+    assert_finds(lane.check(1, &[]), "wrong result");
+
+    let (mut lane, id) = lane_with_a_count();
+    let store = lane.dir.path().join("data/taskdeck.sqlite3");
+    let server = lane.state.join("tasks.sqlite3");
+    lane.check(1, std::slice::from_ref(&id)).unwrap();
+    sql(
+        &server,
+        "INSERT INTO tasks SELECT 'copy', tool, arguments, era, status, status_message, progress_token, checkpoint, question, question_key, answer, result, error, created_at, updated_at, created_ms, ttl_ms, poll_interval_ms, cancel_requested, client_elicitation FROM tasks",
+    );
+    assert_finds(lane.check(0, &[]), "ran twice");
+    sql(&server, "DELETE FROM tasks WHERE id = 'copy'");
+    lane.check(0, &[]).unwrap();
+    sql(&store, "UPDATE tasks SET status = 'failed'");
+    assert_finds(lane.check(0, &[]), "ended as");
+    sql(&store, "UPDATE tasks SET status = 'completed'");
+    lane.check(0, &[]).unwrap();
+    // As if the row were gone: the log's foreign key is the only thing that would stop a rename.
+    sql(&store, &format!("PRAGMA foreign_keys = OFF; UPDATE tasks SET id = 'elsewhere' WHERE id = '{id}'"));
+    assert_finds(lane.check(0, &[]), "was lost");
 }

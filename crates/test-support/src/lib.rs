@@ -81,10 +81,7 @@ pub fn pids_with_arg(arg: impl AsRef<std::ffi::OsStr>) -> Vec<u32> {
 
 #[cfg(target_os = "linux")]
 fn proc_pids() -> impl Iterator<Item = u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+    std::fs::read_dir("/proc").into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
 }
 
 /// A process's state letter and parent pid. The name between the parentheses may hold anything,
