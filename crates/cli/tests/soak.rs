@@ -726,3 +726,36 @@ fn the_soak_notices_a_wrong_result_a_changed_end_a_task_run_twice_and_a_lost_tas
     sql(&store, &format!("PRAGMA foreign_keys = OFF; UPDATE tasks SET id = 'elsewhere' WHERE id = '{id}'"));
     assert_finds(lane.check(0, &[]), "was lost");
 }
+
+/// What the soak found (seed 1796124896909765964, legacy lane 1, round 0: `run` killed 7 ms after it
+/// started): the first command on a new data directory, killed while its store switches to WAL,
+/// leaves a one-page `taskdeck.sqlite3` and a hot rollback journal beside it. The store's first
+/// look at a file (`inspect` in `crates/store/src/open.rs`) is read-only, and a read-only
+/// connection cannot roll a hot journal back: every command after that, `tasks` and `resume`
+/// alike, fails with "database error: attempt to write a readonly database", for good, until the
+/// journal is deleted by hand. The fix is in the store, outside the CLI: ignored until it lands.
+#[test]
+#[ignore = "store defect: a hot journal left by a kill -9 during the store's creation is never rolled back"]
+fn a_cli_killed_while_it_creates_the_store_leaves_a_data_directory_the_next_command_opens() {
+    use std::os::unix::fs::DirBuilderExt;
+    let lane = Lane::new(0, 1);
+    let data = lane.dir.path().join("data");
+    std::fs::DirBuilder::new().mode(0o700).create(&data).unwrap();
+    let store = data.join("taskdeck.sqlite3");
+    // The state the kill left, byte for byte where it matters: page 1 already written in WAL
+    // format, and the journal's header (no pages; the file was empty before) still on disk.
+    let conn = rusqlite::Connection::open(&store).unwrap();
+    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).unwrap();
+    drop(conn);
+    let mut journal = vec![0u8; 512];
+    journal[..8].copy_from_slice(&[0xd9, 0xd5, 0x05, 0xf9, 0x20, 0xa1, 0x63, 0xd7]);
+    journal[12..16].copy_from_slice(&[0x3b, 0x74, 0x73, 0x62]);
+    journal[20..24].copy_from_slice(&512u32.to_be_bytes());
+    journal[24..28].copy_from_slice(&4096u32.to_be_bytes());
+    std::fs::write(data.join("taskdeck.sqlite3-journal"), journal).unwrap();
+
+    assert_eq!(lane.read(&["tasks", "--json"]), Ok(json!([])));
+    let run = Action::Run { tool: "count", args: json!({"n": 1, "delay_ms": 0}) }.argv();
+    let out = lane.command(&run).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}
