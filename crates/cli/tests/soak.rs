@@ -187,7 +187,7 @@ impl Lane {
         Lane {
             index,
             seed,
-            era: if index % 2 == 0 { "modern" } else { "legacy" },
+            era: if index.is_multiple_of(2) { "modern" } else { "legacy" },
             dir,
             config,
             state,
@@ -252,12 +252,12 @@ impl Lane {
             std::thread::sleep(Duration::from_millis(5));
         }
         if status.is_none() && target != Target::Nothing {
-            if matches!(target, Target::Server | Target::Both) {
-                if let Some(pid) = self.server_of(child.id(), Duration::from_millis(300)) {
-                    kill_9(pid);
-                    self.stats.server_kills += 1;
-                    killed = Target::Server;
-                }
+            if matches!(target, Target::Server | Target::Both)
+                && let Some(pid) = self.server_of(child.id(), Duration::from_millis(300))
+            {
+                kill_9(pid);
+                self.stats.server_kills += 1;
+                killed = Target::Server;
             }
             if matches!(target, Target::Cli | Target::Both) {
                 kill_9(child.id());
@@ -583,6 +583,18 @@ fn server_rows(file: &Path) -> rusqlite::Result<BTreeMap<String, (String, Value)
     rows.collect()
 }
 
+/// A data directory's files and their sizes: a leftover `-journal` or `-wal` says how a kill ended.
+fn files_in(dir: &Path) -> String {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| format!("{} {}", e.file_name().to_string_lossy(), e.metadata().map(|m| m.len()).unwrap_or(0)))
+        .collect();
+    files.sort();
+    files.join(", ")
+}
+
 fn kill_9(pid: u32) {
     let Ok(pid) = i32::try_from(pid) else { return };
     // SAFETY: kill(2) takes plain integers and touches no memory of ours; a process that has already
@@ -629,10 +641,12 @@ fn kill_9_of_the_cli_and_its_server_loses_duplicates_strands_and_reruns_no_task(
                             let dir = lane.dir.keep();
                             let tail = lane.log.iter().rev().take(12).rev().cloned().collect::<Vec<_>>().join("\n  ");
                             Err(format!(
-                                "lane {index} ({} era, seed {}): {problem}\n  last rounds:\n  {tail}\n  data kept in {}",
+                                "lane {index} ({} era, seed {}): {problem}\n  last rounds:\n  {tail}\n  data kept in {} \
+                                 ({})",
                                 lane.era,
                                 lane.seed,
-                                dir.display()
+                                dir.display(),
+                                files_in(&dir.join("data"))
                             ))
                         }
                     }
