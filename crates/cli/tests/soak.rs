@@ -487,13 +487,12 @@ impl Lane {
         }
         let rows = server_rows(&file).map_err(|e| format!("the server's database: {e}"))?;
         self.stats.server_rows = rows.len();
-        let by_id: BTreeMap<&str, &(String, Value)> = rows.iter().map(|(id, row)| (id.as_str(), row)).collect();
         let mut unconfirmed: Vec<(&str, &Value)> = Vec::new();
         for t in tasks.iter().filter(|t| t["mode"] == "task") {
             let (tool, args) = (t["tool"].as_str().unwrap_or_default(), &t["arguments"]);
             match t["remote_task_id"].as_str() {
-                Some(remote) => match by_id.get(remote) {
-                    Some((rtool, rargs)) if rtool == tool && rargs == args => {}
+                Some(remote) => match rows.get(remote) {
+                    Some(row) if row.tool == tool && row.arguments == *args => {}
                     Some(row) => return Err(format!("task {} is {row:?} on the server", id_of(t))),
                     None => return Err(format!("the server has no task {remote} for {}", id_of(t))),
                 },
@@ -501,7 +500,9 @@ impl Lane {
             }
         }
         let confirmed: BTreeSet<&str> = tasks.iter().filter_map(|t| t["remote_task_id"].as_str()).collect();
-        for (id, (tool, args)) in rows.iter().filter(|(id, _)| !confirmed.contains(id.as_str())) {
+        for (id, ServerRow { tool, arguments: args, .. }) in
+            rows.iter().filter(|(id, _)| !confirmed.contains(id.as_str()))
+        {
             match unconfirmed.iter().position(|(t, a)| t == tool && *a == args) {
                 Some(at) => {
                     unconfirmed.swap_remove(at);
@@ -512,6 +513,28 @@ impl Lane {
                          ran twice"
                     ));
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// After the last `resume`, with every process gone: a task that ended here ended the same way
+    /// on the server, and one waiting here waits there, so no answer went to a question the store
+    /// still shows.
+    fn check_server_agrees(&self, tasks: &[Value]) -> Check {
+        let file = self.state.join("tasks.sqlite3");
+        let rows = if file.exists() { server_rows(&file).map_err(|e| e.to_string())? } else { BTreeMap::new() };
+        for t in tasks {
+            let Some(row) = t["remote_task_id"].as_str().and_then(|r| rows.get(r)) else { continue };
+            let here = t["status"].as_str().unwrap_or_default();
+            let agree = match here {
+                "completed" | "input_required" => row.status == here,
+                // Taskdeck gave up on it (INTERRUPTED, UNKNOWN_TO_SERVER): the server may still
+                // have finished it.
+                _ => true,
+            };
+            if !agree {
+                return Err(format!("task {} is {here} here and {} on the server: {t:#}", id_of(t), row.status));
             }
         }
         Ok(())
@@ -541,7 +564,7 @@ impl Lane {
             }
         }
         self.stats.tasks = tasks.len();
-        Ok(())
+        self.check_server_agrees(&tasks)
     }
 }
 
@@ -566,8 +589,16 @@ fn printed_ids(stdout: &str) -> Vec<String> {
     }
 }
 
-/// The demo server's tasks by id, with their tool and arguments (schema: `crates/demo-server/src/store.rs`).
-fn server_rows(file: &Path) -> rusqlite::Result<BTreeMap<String, (String, Value)>> {
+/// One task in the demo server's database (schema: `crates/demo-server/src/store.rs`).
+#[derive(Debug)]
+struct ServerRow {
+    tool: String,
+    arguments: Value,
+    status: String,
+}
+
+/// The demo server's tasks by id.
+fn server_rows(file: &Path) -> rusqlite::Result<BTreeMap<String, ServerRow>> {
     let conn = rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
     // A server killed while it created its database leaves the file without the table.
     let tables: i64 =
@@ -575,10 +606,11 @@ fn server_rows(file: &Path) -> rusqlite::Result<BTreeMap<String, (String, Value)
     if tables == 0 {
         return Ok(BTreeMap::new());
     }
-    let mut stmt = conn.prepare("SELECT id, tool, arguments FROM tasks")?;
+    let mut stmt = conn.prepare("SELECT id, tool, arguments, status FROM tasks")?;
     let rows = stmt.query_map([], |r| {
-        let args: String = r.get(2)?;
-        Ok((r.get::<_, String>(0)?, (r.get::<_, String>(1)?, serde_json::from_str(&args).unwrap_or(Value::Null))))
+        let arguments: String = r.get(2)?;
+        let arguments = serde_json::from_str(&arguments).unwrap_or(Value::Null);
+        Ok((r.get(0)?, ServerRow { tool: r.get(1)?, arguments, status: r.get(3)? }))
     })?;
     rows.collect()
 }
