@@ -103,6 +103,14 @@ impl Action {
         }
     }
 
+    fn name(&self) -> &'static str {
+        match self {
+            Action::Run { .. } => "run",
+            Action::Answer { .. } => "answer",
+            Action::Resume => "resume",
+        }
+    }
+
     /// The exit code of the command when nothing was killed.
     fn clean_exit(&self) -> i32 {
         match self {
@@ -128,6 +136,8 @@ struct Stats {
     cli_kills: usize,
     server_kills: usize,
     tasks: usize,
+    /// Rounds in which something was killed, by the command that was running.
+    killed_in: BTreeMap<&'static str, usize>,
     statuses: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
     server_rows: usize,
@@ -141,6 +151,9 @@ impl Stats {
         self.server_kills += other.server_kills;
         self.tasks += other.tasks;
         self.server_rows += other.server_rows;
+        for (k, v) in other.killed_in {
+            *self.killed_in.entry(k).or_default() += v;
+        }
         for (k, v) in other.statuses {
             *self.statuses.entry(k).or_default() += v;
         }
@@ -363,6 +376,9 @@ impl Lane {
             done.code
         ));
         self.check_exit(&action, &done)?;
+        if done.killed != Target::Nothing {
+            *self.stats.killed_in.entry(action.name()).or_default() += 1;
+        }
         let printed = printed_ids(&done.stdout);
         let runs = usize::from(matches!(action, Action::Run { .. }));
         self.check(runs, &printed)?;
@@ -697,12 +713,13 @@ fn kill_9_of_the_cli_and_its_server_loses_duplicates_strands_and_reruns_no_task(
         }
     }
     say(&format!(
-        "soak: {} rounds, {} commands, {} kills of the CLI, {} of the server, {} tasks {:?} (failure reasons {:?}), \
-         {} on the server, {seconds:.1} s, seed {seed}",
+        "soak: {} rounds, {} commands, {} kills of the CLI, {} of the server (rounds with a kill: {:?}), {} tasks {:?} \
+         (failure reasons {:?}), {} on the server, {seconds:.1} s, seed {seed}",
         total.rounds,
         total.commands,
         total.cli_kills,
         total.server_kills,
+        total.killed_in,
         total.tasks,
         total.statuses,
         total.reasons,
