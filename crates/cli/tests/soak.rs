@@ -5,10 +5,11 @@
 //! ended, every result right, nothing run twice; after a last `resume`, none stranded.
 //!
 //! `TASKDECK_SOAK_ROUNDS` rounds (default 36) are shared by `TASKDECK_SOAK_LANES` data directories
-//! (default 2) driven side by side, each with its own server state. `TASKDECK_SOAK_SEED` replays a
-//! run's choices (what to start, when and what to kill); the machine's timing is never the same
-//! twice, so a replay takes the same decisions, not the same interleavings. `make soak` runs the
-//! same test with many rounds.
+//! (default 2) driven side by side, each with its own server state, even lanes in the modern era and
+//! odd ones held to the legacy era. `TASKDECK_SOAK_SEED` replays a run's choices (what to start,
+//! when and what to kill); the machine's timing is never the same twice, so a replay takes the same
+//! decisions, not the same interleavings. `make soak` runs the same test with many rounds; the
+//! figures are in `docs/soak.md`.
 #![cfg(target_os = "linux")]
 
 use std::collections::{BTreeMap, BTreeSet};
