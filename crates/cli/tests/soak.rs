@@ -100,7 +100,7 @@ impl Action {
             }
             Action::Run { .. } => start + 300,
             Action::Answer { .. } => start + 600,
-            Action::Resume => start + 1200,
+            Action::Resume => start + 500,
         }
     }
 
@@ -137,7 +137,8 @@ struct Stats {
     cli_kills: usize,
     server_kills: usize,
     tasks: usize,
-    /// Rounds in which something was killed, by the command that was running.
+    /// Rounds by the command they started, and those in which something was killed.
+    started: BTreeMap<&'static str, usize>,
     killed_in: BTreeMap<&'static str, usize>,
     statuses: BTreeMap<String, usize>,
     reasons: BTreeMap<String, usize>,
@@ -152,6 +153,9 @@ impl Stats {
         self.server_kills += other.server_kills;
         self.tasks += other.tasks;
         self.server_rows += other.server_rows;
+        for (k, v) in other.started {
+            *self.started.entry(k).or_default() += v;
+        }
         for (k, v) in other.killed_in {
             *self.killed_in.entry(k).or_default() += v;
         }
@@ -272,6 +276,17 @@ impl Lane {
                 kill_9(pid);
                 self.stats.server_kills += 1;
                 killed = Target::Server;
+                // Sometimes the server the supervisor started again too, so a task re-attaches
+                // more than once (or dies in the middle of re-attaching).
+                if target == Target::Server && self.rng.percent(30) {
+                    std::thread::sleep(Duration::from_millis(self.rng.range(50, 600)));
+                    if child.try_wait().map_err(|e| e.to_string())?.is_none()
+                        && let Some(again) = self.server_of(child.id(), Duration::from_millis(500))
+                    {
+                        kill_9(again);
+                        self.stats.server_kills += 1;
+                    }
+                }
             }
             if matches!(target, Target::Cli | Target::Both) {
                 kill_9(child.id());
@@ -325,13 +340,15 @@ impl Lane {
 
     fn choose(&mut self, tasks: &[Value]) -> Action {
         let waiting: Vec<String> = tasks.iter().filter(|t| is_waiting(t)).map(id_of).collect();
-        let unfinished = tasks.iter().any(|t| !is_terminal(t) && !is_waiting(t));
+        let unfinished = tasks.iter().filter(|t| !is_terminal(t) && !is_waiting(t)).count();
         if !waiting.is_empty() && self.rng.percent(25) {
             let id = self.rng.pick(&waiting).clone();
             let service = *self.rng.pick(&SERVICES);
             return Action::Answer { id, service };
         }
-        if unfinished && self.rng.percent(30) {
+        // Often enough that a kill cuts `resume` too, seldom enough that several tasks are left
+        // for one `resume` to drive at once.
+        if unfinished > 0 && self.rng.percent(20 + 15 * unfinished.min(4) as u64) {
             return Action::Resume;
         }
         match self.rng.range(1, 100) {
@@ -377,6 +394,7 @@ impl Lane {
             done.code
         ));
         self.check_exit(&action, &done)?;
+        *self.stats.started.entry(action.name()).or_default() += 1;
         if done.killed != Target::Nothing {
             *self.stats.killed_in.entry(action.name()).or_default() += 1;
         }
@@ -714,9 +732,10 @@ fn kill_9_of_the_cli_and_its_server_loses_duplicates_strands_and_reruns_no_task(
         }
     }
     say(&format!(
-        "soak: {} rounds, {} commands, {} kills of the CLI, {} of the server (rounds with a kill: {:?}), {} tasks {:?} \
-         (failure reasons {:?}), {} on the server, {seconds:.1} s, seed {seed}",
+        "soak: {} rounds {:?}, {} commands, {} kills of the CLI, {} of the server (rounds with a kill: {:?}), \
+         {} tasks {:?} (failure reasons {:?}), {} on the server, {seconds:.1} s, seed {seed}",
         total.rounds,
+        total.started,
         total.commands,
         total.cli_kills,
         total.server_kills,
