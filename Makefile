@@ -14,11 +14,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SYSTEM_PACKAGES := pkg-config build-essential python3 nodejs npm openssl
 TEST_SUITES :=
 
-.PHONY: help run test deps lint test-rust peers clean
+.PHONY: help run test deps lint test-rust peers soak clean
 help:
 	@echo "make run    build and start Taskdeck"
 	@echo "make test   set up everything, then run every test (what CI runs)"
 	@echo "make lint   cargo fmt --check and clippy -D warnings"
+	@echo "make soak   the kill -9 soak of the CLI and its server, long (SOAK_ROUNDS=300)"
 
 include $(sort $(wildcard mk/*.mk))
 
@@ -45,6 +46,17 @@ lint: deps
 
 test-rust: deps peers
 	cargo test --workspace --locked
+
+# The kill -9 soak of the CLI and its server (crates/cli/tests/soak.rs), which `make test` runs for a
+# few dozen rounds, run for SOAK_ROUNDS; figures in docs/benchmarks.md. Debug builds, the ones
+# `make test` already made: no release build of the workspace to wait for, and debug assertions and
+# overflow checks stay on while it kills. SOAK_SEED replays a run's choices.
+SOAK_ROUNDS ?= 300
+SOAK_LANES ?= 2
+SOAK_SEED ?=
+soak: demo-build
+	TASKDECK_SOAK_ROUNDS=$(SOAK_ROUNDS) TASKDECK_SOAK_LANES=$(SOAK_LANES) TASKDECK_SOAK_SEED=$(SOAK_SEED) \
+	  timeout --kill-after=15 1800 cargo test --workspace --locked --test soak -- --nocapture
 
 # Area makefiles (mk/*.mk) append their suites to TEST_SUITES, e.g. the app's end-to-end tests.
 test: lint test-rust $(TEST_SUITES)

@@ -51,3 +51,45 @@ pub fn write_servers_config<'a>(path: &Path, servers: impl IntoIterator<Item = (
     std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     path.to_owned()
 }
+
+/// The processes whose parent is `parent`, read from `/proc`: a CLI's servers are its children,
+/// which is how a test finds the one to kill.
+#[cfg(target_os = "linux")]
+pub fn child_pids(parent: u32) -> Vec<u32> {
+    proc_pids().filter(|&pid| proc_stat(pid).is_some_and(|(_, ppid)| ppid == parent)).collect()
+}
+
+/// Whether the process runs: a zombie (ended, not yet reaped) does not.
+#[cfg(target_os = "linux")]
+pub fn pid_alive(pid: u32) -> bool {
+    proc_stat(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// The live processes with `arg` as one of their arguments, exactly: a server started with a state
+/// directory of the test's own is found this way even after its parent is gone.
+#[cfg(target_os = "linux")]
+pub fn pids_with_arg(arg: impl AsRef<std::ffi::OsStr>) -> Vec<u32> {
+    use std::os::unix::ffi::OsStrExt;
+    let arg = arg.as_ref().as_bytes();
+    proc_pids()
+        .filter(|&pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| line.split(|b| *b == 0).any(|a| a == arg))
+        })
+        .filter(|&pid| pid_alive(pid))
+        .collect()
+}
+
+#[cfg(target_os = "linux")]
+fn proc_pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc").into_iter().flatten().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+}
+
+/// A process's state letter and parent pid. The name between the parentheses may hold anything,
+/// spaces and parentheses included, so the fields are read after the last `)`.
+#[cfg(target_os = "linux")]
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.next()?.parse().ok()?))
+}
