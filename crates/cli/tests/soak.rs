@@ -816,9 +816,8 @@ fn the_soak_notices_a_wrong_result_a_changed_end_a_task_run_twice_and_a_lost_tas
 /// look at a file (`inspect` in `crates/store/src/open.rs`) is read-only, and a read-only
 /// connection cannot roll a hot journal back: every command after that, `tasks` and `resume`
 /// alike, fails with "database error: attempt to write a readonly database", for good, until the
-/// journal is deleted by hand. The fix is in the store, outside the CLI: ignored until it lands.
+/// journal was deleted by hand. The store now rolls such a journal back before it looks again.
 #[test]
-#[ignore = "store defect: a hot journal left by a kill -9 during the store's creation is never rolled back"]
 fn a_cli_killed_while_it_creates_the_store_leaves_a_data_directory_the_next_command_opens() {
     use std::os::unix::fs::DirBuilderExt;
     let lane = Lane::new(0, 1);

@@ -133,6 +133,29 @@ fn inspect(path: &Path) -> Result<()> {
         return Err(not_sqlite("no SQLite header".to_owned()));
     }
 
+    match inspect_sqlite(path) {
+        // A process killed mid-write (Taskdeck's own first open included, while it switched a new
+        // file to WAL) leaves a hot rollback journal, which a read-only connection cannot roll
+        // back: every later open would fail the same way, for good. Rolling it back is what any
+        // SQLite opener does first and restores the file's last committed state, whoever wrote
+        // it; then the file is looked at afresh.
+        Err(StoreError::Sqlite(e)) if e.sqlite_error_code() == Some(ErrorCode::ReadOnly) && hot_journal(path) => {
+            Connection::open(path)?.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
+            inspect_sqlite(path)
+        }
+        other => other,
+    }
+}
+
+fn hot_journal(path: &Path) -> bool {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-journal");
+    std::fs::metadata(Path::new(&name)).is_ok_and(|m| m.len() > 0)
+}
+
+/// The checks of [`inspect`] that need SQLite, on a file that has a SQLite header.
+fn inspect_sqlite(path: &Path) -> Result<()> {
+    let not_sqlite = |reason: String| StoreError::NotSqlite { path: path.to_owned(), reason };
     // Read-only, so no pragma or hot-journal recovery of ours can change the file.
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
