@@ -365,6 +365,19 @@ impl Session {
         lock(&self.shared.state).resumption.clone()
     }
 
+    /// Takes up a question (`elicitation/create` request `id`, for the server's task `task_id`)
+    /// that the server asked on this session before this connection resumed it: the server's
+    /// request is open on the session, not on a connection, so it can still be answered here.
+    /// Refused (`false`) unless this connection resumed a stored session.
+    pub fn carry_question(&self, id: RequestId, task_id: Option<String>) -> bool {
+        let mut state = lock(&self.shared.state);
+        if state.resumption != Resumption::Resumed || state.dead.is_some() {
+            return false;
+        }
+        state.questions.entry(id).or_insert(task_id);
+        true
+    }
+
     /// A liveness check: a hung server fails it with [`ClientError::Timeout`].
     pub async fn ping(&self, timeout: Duration) -> Result<(), ClientError> {
         self.request(methods::PING, json!({}), Some(timeout)).await.map(|_| ())

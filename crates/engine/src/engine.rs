@@ -349,7 +349,7 @@ impl Engine {
         }
         let deadline = tokio::time::Instant::now() + self.hub.opts.question_wait;
         loop {
-            let pid = self.hub.servers.pid(&rec.server);
+            let pid = self.hub.servers.connection(&rec.server);
             if let Some(live) = self.hub.live.question(&rec.id)
                 && live.pid.is_some()
                 && live.pid == pid
