@@ -211,8 +211,10 @@ impl Session {
         handler: Arc<dyn SessionHandler>,
     ) -> Result<Session, ClientError> {
         let mut resumption = Resumption::NotAsked;
+        // An era pinned since the session was stored wins: that session is of the other era.
         if let (Endpoint::Http(spec), Some(stored)) = (endpoint, &opts.resume)
             && stored.info.era == Era::Legacy
+            && opts.force_era.is_none_or(|era| era == Era::Legacy)
         {
             match Self::resume(spec, stored, &opts, handler.clone()).await {
                 Ok(session) => return Ok(session),
