@@ -240,3 +240,12 @@ fn a_demo_server_restarted_mid_task_over_http_lets_resume_complete_the_task_in_b
         }
     }
 }
+
+#[test]
+fn a_reference_server_question_over_http_is_answered_in_the_same_process() {
+    let (_server, env) = everything();
+    let args = ["run", "everything", "simulate-research-query", "--args", AMBIGUOUS];
+    let out = env.run(&[&args[..], &["--answer", r#"{"interpretation":"historical"}"#]].concat());
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("# Research Report: rust (historical)"), "{out:?}");
+}
