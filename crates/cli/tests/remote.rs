@@ -249,3 +249,22 @@ fn a_reference_server_question_over_http_is_answered_in_the_same_process() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stdout.contains("# Research Report: rust (historical)"), "{out:?}");
 }
+
+#[test]
+fn a_session_stored_for_one_url_is_never_sent_to_another() {
+    let (server, env) = everything();
+    assert_eq!(env.run(&["run", "everything", "simulate-research-query", "--args", AMBIGUOUS]).code, 3);
+    let id = id_of(&env.tasks()[0]);
+    let old = env.stored_session().expect("a session kept");
+    // The same server under another name: to Taskdeck, another endpoint.
+    let elsewhere = server.url.replace("127.0.0.1", "localhost");
+    write_servers_config(&env.config, [("everything", serde_json::json!({ "url": elsewhere }))]);
+
+    let out = env.run(&["answer", &id, "--json", r#"{"interpretation":"technical"}"#]);
+    assert_ne!(out.code, 0, "{out:?}");
+    let log = env.server_log();
+    assert!(log.contains(&format!("connecting to {elsewhere}")), "{log}");
+    assert!(!log.contains("resumed the stored HTTP session"), "{log}");
+    assert_ne!(env.stored_session().as_deref(), Some(old.as_str()));
+    assert_eq!(env.show(&id)["status"], "failed", "the new session knows nothing of the task");
+}

@@ -356,6 +356,12 @@ impl Engine {
             {
                 return Ok(live.key);
             }
+            // The driver may learn meanwhile that the task ended (a server that no longer knows
+            // it): then no question is coming, and the wait is over.
+            let now = self.hub.gate.get(&rec.id)?;
+            if !is_waiting_for_answer(&now) {
+                return Err(refused(&now, Attempt::Answer, "the task is no longer waiting for an answer").into());
+            }
             if tokio::time::Instant::now() >= deadline {
                 return Err(EngineError::QuestionNotLive {
                     id: rec.id.clone(),

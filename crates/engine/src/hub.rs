@@ -186,7 +186,8 @@ impl Router for HubRouter {
                 return None;
             }
         };
-        // A session kept for another endpoint is not this server's, nor one nobody can read.
+        // A session kept for another endpoint is not this server's (and its id, private to the
+        // server that made it, is never sent elsewhere), nor is one nobody can read.
         let info = serde_json::from_value(stored.info).ok().filter(|_| stored.url == url);
         match info {
             Some(info) => Some(Resumable { session_id: stored.session_id, info }),
