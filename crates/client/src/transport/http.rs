@@ -126,6 +126,10 @@ struct Conn {
     legacy: bool,
     /// The `x-mcp-header` annotations of the tools listed so far.
     params: ParamHeaders,
+    /// A resumed session whose GET stream is not open yet: it opens once the server has taken a
+    /// request on the session (what `initialized` does on a fresh one), so a session the server
+    /// no longer knows is learnt from that request alone.
+    resumed: bool,
 }
 
 struct HttpFrames {
@@ -203,13 +207,12 @@ impl HttpTransport {
         let identity = Identity { name: spec.name.clone(), kind: "http", peer: shown(&url), pid: None };
         let (tx, rx) = mpsc::channel(INBOX);
         let (stop, stop_rx) = watch::channel(None);
-        let listen_now = resumed.is_some();
         let mut conn = Conn::default();
         if let Some((session, version)) = resumed {
             conn.session_id = Some(session);
             conn.protocol_version = Some(version);
             conn.legacy = true;
-            conn.listening = true;
+            conn.resumed = true;
         }
         let inner = Arc::new(Inner {
             name: spec.name.clone(),
@@ -223,10 +226,6 @@ impl HttpTransport {
         });
         let (out, out_rx) = mpsc::unbounded_channel();
         spawn(&inner, write_loop(inner.clone(), out_rx));
-        if listen_now {
-            // What `initialized` opens on a fresh session; a resumed one has had its `initialized`.
-            spawn(&inner, listen(inner.clone()));
-        }
         let transport = HttpTransport { identity, inner, out };
         Ok(Connection {
             transport: Box::new(transport),
@@ -670,7 +669,7 @@ async fn exchange(inner: Arc<Inner>, m: Outgoing, cancelled: oneshot::Receiver<(
     lock(&inner.state).open.remove(&id);
 }
 
-async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
+async fn run_request(inner: &Arc<Inner>, m: &Outgoing, id: &RequestId) {
     let method = m.method().unwrap_or_default();
     let modern = m.is_modern();
     let (request, with_session) = inner.post(m);
@@ -693,6 +692,10 @@ async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
     }
     if !modern && !inner.check_session(&response, m.is_initialize()).await {
         return;
+    }
+    if with_session && std::mem::take(&mut lock(&inner.state).resumed) {
+        lock(&inner.state).listening = true;
+        spawn(inner, listen(inner.clone()));
     }
     match content_type(&response).as_deref() {
         Some("text/event-stream") => stream_answer(inner, m, id, method, response).await,
