@@ -116,3 +116,70 @@ async fn a_modern_session_has_nothing_to_resume() {
     assert_eq!(session.era(), Era::Modern);
     assert_eq!(session.resumable(), None);
 }
+
+fn requests(log: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// The fixture's session, as a connection before this one left it.
+fn stored(session_id: &str) -> taskdeck_client::Resumable {
+    taskdeck_client::Resumable {
+        session_id: session_id.into(),
+        info: taskdeck_client::ServerInfo {
+            era: Era::Legacy,
+            protocol_version: "2025-11-25".into(),
+            name: Some("http-fixture".into()),
+            version: Some("1".into()),
+            instructions: None,
+            capabilities: json!({"tools": {}}),
+            tasks: false,
+        },
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_session_s_first_request_carries_the_session_and_nothing_initializes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let server = http_servers::fixture_with("legacy", &[("FIXTURE_LOG", log.display().to_string())]).await;
+    let endpoint = Endpoint::Http(server.spec("fixture"));
+    let session = Session::open(&endpoint, resuming(Some(stored("sess-1"))), Recorder::new()).await.unwrap();
+    assert_eq!(session.resumption(), Resumption::Resumed);
+    assert_eq!(session.info().name.as_deref(), Some("http-fixture"), "the stored info, not asked again");
+    session.ping(Duration::from_secs(5)).await.unwrap();
+
+    let posts: Vec<_> = requests(&log).into_iter().filter(|r| r["verb"] == "POST").collect();
+    let methods: Vec<_> = posts.iter().map(|r| r["method"].as_str().unwrap_or_default().to_owned()).collect();
+    assert_eq!(methods, ["tools/list", "ping"], "no server/discover, no initialize: {posts:?}");
+    for post in &posts {
+        assert_eq!(post["headers"]["mcp-session-id"], "sess-1", "{post}");
+        assert_eq!(post["headers"]["mcp-protocol-version"], "2025-11-25", "{post}");
+    }
+    // The GET stream opens only after the session answered.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let all = requests(&log);
+    let get = all.iter().position(|r| r["verb"] == "GET").expect("the GET stream opens");
+    let list = all.iter().position(|r| r["method"] == "tools/list").unwrap();
+    assert!(list < get, "{all:?}");
+    assert_eq!(all[get]["headers"]["mcp-session-id"], "sess-1");
+}
+
+#[tokio::test]
+async fn a_stored_session_the_server_refuses_is_followed_by_initialize_in_the_same_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let server = http_servers::fixture_with("legacy", &[("FIXTURE_LOG", log.display().to_string())]).await;
+    let endpoint = Endpoint::Http(server.spec("fixture"));
+    let session =
+        Session::open(&endpoint, resuming(Some(stored("sess-from-yesterday"))), Recorder::new()).await.unwrap();
+    assert!(matches!(session.resumption(), Resumption::Gone { .. }), "{:?}", session.resumption());
+    assert_eq!(session.resumable().map(|r| r.session_id).as_deref(), Some("sess-1"), "the fresh session");
+
+    let methods: Vec<_> = requests(&log)
+        .into_iter()
+        .filter(|r| r["verb"] == "POST")
+        .map(|r| r["method"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(methods.first().map(String::as_str), Some("tools/list"), "the stored session is tried first");
+    assert!(methods.iter().any(|m| m == "initialize"), "then a fresh handshake: {methods:?}");
+}
