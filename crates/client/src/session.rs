@@ -113,6 +113,9 @@ impl Default for SessionOptions {
     }
 }
 
+/// The longest session id a connection keeps for a later one to resume.
+const MAX_SESSION_ID: usize = 4096;
+
 /// How a request ends other than with a result.
 enum Refusal {
     /// The server answered with a JSON-RPC error.
@@ -358,7 +361,8 @@ impl Session {
         if info.era != Era::Legacy {
             return None;
         }
-        let session_id = self.shared.transport.session_id()?;
+        // The id is the server's to choose: one past any sensible size is not kept for it.
+        let session_id = self.shared.transport.session_id().filter(|id| id.len() <= MAX_SESSION_ID)?;
         Some(Resumable { session_id, info })
     }
 
