@@ -26,8 +26,7 @@ async fn a_remote_server_taken_away_mid_question_resumes_its_session_when_it_com
     let dir = tempfile::tempdir().unwrap();
     let with = || write_servers_config(&dir.path().join("servers.json"), [("everything", server.entry(None))]);
     with();
-    let mut opts = EngineOptions::default();
-    opts.server_wait = Duration::from_secs(20);
+    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
     let engine = Engine::open(paths(dir.path()), opts).await.unwrap();
     let rec = engine.run("everything", "simulate-research-query", json!({"topic": "rust", "ambiguous": true})).await;
     let rec = rec.unwrap();
