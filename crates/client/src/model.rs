@@ -224,6 +224,38 @@ pub struct ServerInfo {
     pub tasks: bool,
 }
 
+/// What a later connection needs to carry on a legacy HTTP session without initializing it again:
+/// the server's session id and what the handshake taught (the negotiated version is
+/// `info.protocol_version`). A server that keeps its tasks in its session (as the reference
+/// server does) knows them only on that session, so a host that wants them back after it restarts
+/// keeps this durably and gives it to [`SessionOptions::resume`](crate::SessionOptions::resume).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resumable {
+    /// Not a credential, but private to the session: never shown or logged.
+    pub session_id: String,
+    pub info: ServerInfo,
+}
+
+/// Debug output leaves the session id out: options holding one end up in logs.
+impl std::fmt::Debug for Resumable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumable").field("session_id", &"(hidden)").field("info", &self.info).finish()
+    }
+}
+
+/// What became of the session a connection was asked to resume.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Resumption {
+    /// Nothing was to be resumed: the connection was initialized (or discovered) afresh.
+    #[default]
+    NotAsked,
+    /// The stored session answered: no `initialize` was sent.
+    Resumed,
+    /// The stored session could not be carried on (the server no longer knows it, or its first
+    /// request failed), and the connection was initialized afresh; the reason says why.
+    Gone { reason: String },
+}
+
 #[cfg(test)]
 mod question_tests {
     use super::*;

@@ -3,7 +3,7 @@
 //! business (see [`crate::transport`]); nothing here knows of pipes or processes.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -18,9 +18,13 @@ use tokio::sync::oneshot;
 use crate::ClientError;
 use crate::endpoint::Endpoint;
 use crate::error::ResponseFault;
-use crate::model::{Asks, Discard, Question, QuestionKey, QuestionRequest, ServerInfo, SessionEvent, TaskSnapshot};
+use crate::model::{
+    Asks, Discard, Question, QuestionKey, QuestionRequest, Resumable, Resumption, ServerInfo, SessionEvent,
+    TaskSnapshot,
+};
 use crate::process::ServerSpec;
 use crate::tracker::{TaskTracker, Verdict};
+use crate::transport::http::HttpTransport;
 use crate::transport::stdio::StdioTransport;
 use crate::transport::{Connection, FRAME_START, FrameError, FrameSource, Received, SendError, Transport};
 
@@ -43,6 +47,36 @@ impl SessionHandler for IgnoreEvents {
     fn on_event(&self, _event: SessionEvent) {}
 }
 
+/// The caller's handler while a resumed session proves alive. The end of a session that was gone
+/// must not reach it: to a supervisor that reads as the end of the fresh session made next.
+struct ProbeGate {
+    inner: Arc<dyn SessionHandler>,
+    mode: AtomicU8,
+}
+
+impl ProbeGate {
+    /// Everything but the end passes.
+    const PROBING: u8 = 0;
+    /// The session is the caller's: everything passes.
+    const OPEN: u8 = 1;
+    /// The session was gone: nothing more of it passes.
+    const SHUT: u8 = 2;
+}
+
+impl SessionHandler for ProbeGate {
+    fn on_event(&self, event: SessionEvent) {
+        match (self.mode.load(Ordering::SeqCst), &event) {
+            (Self::OPEN, _) => self.inner.on_event(event),
+            (Self::PROBING, e) if !matches!(e, SessionEvent::Closed { .. }) => self.inner.on_event(event),
+            _ => {}
+        }
+    }
+
+    fn roots(&self) -> Vec<taskdeck_protocol::types::Root> {
+        self.inner.roots()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
     /// How long to wait for `server/discover` before deciding the server is legacy.
@@ -59,6 +93,9 @@ pub struct SessionOptions {
     pub client_info: Implementation,
     /// Skips detection; for tests that need one era from a dual-era server.
     pub force_era: Option<Era>,
+    /// A legacy HTTP session an earlier connection left open, for [`Session::open`] to carry on
+    /// instead of initializing: see [`Session::resumable`]. Ignored for any other endpoint.
+    pub resume: Option<Resumable>,
 }
 
 impl Default for SessionOptions {
@@ -71,9 +108,13 @@ impl Default for SessionOptions {
             stderr_lines: 1000,
             client_info: Implementation::new("taskdeck", env!("CARGO_PKG_VERSION")),
             force_era: None,
+            resume: None,
         }
     }
 }
+
+/// The longest session id a connection keeps for a later one to resume.
+const MAX_SESSION_ID: usize = 4096;
 
 /// How a request ends other than with a result.
 enum Refusal {
@@ -134,6 +175,7 @@ pub(crate) struct State {
     pub tracker: TaskTracker,
     /// Open legacy questions: the server's request id and the task it belongs to.
     pub questions: HashMap<RequestId, Option<String>>,
+    pub resumption: Resumption,
 }
 
 /// A connected server. Cheap to clone; the connection is closed (a server process killed) when
@@ -160,13 +202,70 @@ impl Session {
 
     /// Reaches the server wherever it is (a local process, a remote endpoint), detects its era
     /// and completes the handshake.
+    ///
+    /// With [`SessionOptions::resume`] for a remote endpoint, the stored legacy session is carried
+    /// on instead: no era detection (its `server/discover` probe would go out without the
+    /// session, and the era is known) and no `initialize`, but one `tools/list` on the session to
+    /// be sure the server still knows it. If it does not (a 404, or any failure of that request),
+    /// the connection is made afresh within this call, and [`Session::resumption`] says why.
     pub async fn open(
         endpoint: &Endpoint,
         opts: SessionOptions,
         handler: Arc<dyn SessionHandler>,
     ) -> Result<Session, ClientError> {
+        let mut resumption = Resumption::NotAsked;
+        // An era pinned since the session was stored wins: that session is of the other era.
+        if let (Endpoint::Http(spec), Some(stored)) = (endpoint, &opts.resume)
+            && stored.info.era == Era::Legacy
+            && opts.force_era.is_none_or(|era| era == Era::Legacy)
+        {
+            match Self::resume(spec, stored, &opts, handler.clone()).await {
+                Ok(session) => return Ok(session),
+                Err(e) => {
+                    tracing::info!(server = %spec.name, "the stored HTTP session cannot be resumed, initializing afresh: {e}");
+                    resumption = Resumption::Gone { reason: e.to_string() };
+                }
+            }
+        }
         let connection = endpoint.connect(opts.max_frame)?;
-        Self::connect_with(connection, opts, handler).await
+        let session = Self::connect_with(connection, opts, handler).await?;
+        lock(&session.shared.state).resumption = resumption;
+        Ok(session)
+    }
+
+    /// Carries on `stored` and checks it is alive. What the server sends meanwhile reaches
+    /// `handler` (a task's status, say), except the end of a session that turned out to be gone:
+    /// that session was never the caller's.
+    async fn resume(
+        spec: &crate::HttpSpec,
+        stored: &Resumable,
+        opts: &SessionOptions,
+        handler: Arc<dyn SessionHandler>,
+    ) -> Result<Session, ClientError> {
+        let connection =
+            HttpTransport::resume(spec, opts.max_frame, &stored.session_id, &stored.info.protocol_version)?;
+        let gate = Arc::new(ProbeGate { inner: handler, mode: AtomicU8::new(ProbeGate::PROBING) });
+        let session = Self::start(connection, opts.clone(), gate.clone());
+        {
+            let mut state = lock(&session.shared.state);
+            state.info = Some(stored.info.clone());
+            state.resumption = Resumption::Resumed;
+        }
+        match session.list_tools().await {
+            Ok(_) if session.dead().is_none() => {
+                gate.mode.store(ProbeGate::OPEN, Ordering::SeqCst);
+                tracing::debug!(server = %spec.name, "resumed the stored HTTP session");
+                Ok(session)
+            }
+            outcome => {
+                gate.mode.store(ProbeGate::SHUT, Ordering::SeqCst);
+                session.shared.transport.kill();
+                Err(outcome.err().or_else(|| session.dead()).unwrap_or_else(|| ClientError::ServerExited {
+                    server: spec.name.clone(),
+                    reason: "the connection closed".into(),
+                }))
+            }
+        }
     }
 
     /// Detects the era of the server at the other end of `connection` and completes the
@@ -176,6 +275,21 @@ impl Session {
         opts: SessionOptions,
         handler: Arc<dyn SessionHandler>,
     ) -> Result<Session, ClientError> {
+        let session = Self::start(connection, opts, handler);
+        match session.handshake().await {
+            Ok(info) => {
+                lock(&session.shared.state).info = Some(info);
+                Ok(session)
+            }
+            Err(e) => {
+                session.shared.transport.kill();
+                Err(e)
+            }
+        }
+    }
+
+    /// The session over `connection`, its reader running, before any handshake.
+    fn start(connection: Connection, opts: SessionOptions, handler: Arc<dyn SessionHandler>) -> Session {
         let Connection { transport, frames } = connection;
         let identity = transport.identity().clone();
         tracing::debug!(server = %identity.name, transport = identity.kind, peer = %identity.peer, pid = ?identity.pid, "connecting");
@@ -190,17 +304,7 @@ impl Session {
             handler,
         });
         tokio::spawn(read_loop(Arc::downgrade(&shared), frames));
-        let session = Session { shared };
-        match session.handshake().await {
-            Ok(info) => {
-                lock(&session.shared.state).info = Some(info);
-                Ok(session)
-            }
-            Err(e) => {
-                session.shared.transport.kill();
-                Err(e)
-            }
-        }
+        Session { shared }
     }
 
     pub fn name(&self) -> &str {
@@ -236,9 +340,48 @@ impl Session {
     }
 
     /// Closes the connection after what is already queued (a stdio server's stdin first) and
-    /// gives the server `grace` to exit before killing it.
+    /// gives the server `grace` to exit before killing it. A remote server's session is ended.
     pub async fn shutdown(&self, grace: Duration) {
         self.shared.transport.close(grace).await;
+    }
+
+    /// Closes the connection after what is already queued but leaves a remote server's session
+    /// open, so that the tasks it keeps there can be followed by a later connection that resumes
+    /// it (see [`Session::resumable`]). Like [`Session::shutdown`] for a server without one.
+    pub async fn detach(&self, grace: Duration) {
+        self.shared.transport.detach(grace).await;
+    }
+
+    /// What a later connection needs to carry on this session instead of initializing anew: set
+    /// for a legacy server whose transport keeps a session beyond the connection (HTTP), while
+    /// the server has not said it is gone. A modern server has no session: its tasks are found by
+    /// id alone.
+    pub fn resumable(&self) -> Option<Resumable> {
+        let info = lock(&self.shared.state).info.clone()?;
+        if info.era != Era::Legacy {
+            return None;
+        }
+        // The id is the server's to choose: one past any sensible size is not kept for it.
+        let session_id = self.shared.transport.session_id().filter(|id| id.len() <= MAX_SESSION_ID)?;
+        Some(Resumable { session_id, info })
+    }
+
+    /// Whether this connection carried on a stored session, or why it could not.
+    pub fn resumption(&self) -> Resumption {
+        lock(&self.shared.state).resumption.clone()
+    }
+
+    /// Takes up a question (`elicitation/create` request `id`, for the server's task `task_id`)
+    /// that the server asked on this session before this connection resumed it: the server's
+    /// request is open on the session, not on a connection, so it can still be answered here.
+    /// Refused (`false`) unless this connection resumed a stored session.
+    pub fn carry_question(&self, id: RequestId, task_id: Option<String>) -> bool {
+        let mut state = lock(&self.shared.state);
+        if state.resumption != Resumption::Resumed || state.dead.is_some() {
+            return false;
+        }
+        state.questions.entry(id).or_insert(task_id);
+        true
     }
 
     /// A liveness check: a hung server fails it with [`ClientError::Timeout`].

@@ -349,12 +349,18 @@ impl Engine {
         }
         let deadline = tokio::time::Instant::now() + self.hub.opts.question_wait;
         loop {
-            let pid = self.hub.servers.pid(&rec.server);
+            let pid = self.hub.servers.connection(&rec.server);
             if let Some(live) = self.hub.live.question(&rec.id)
                 && live.pid.is_some()
                 && live.pid == pid
             {
                 return Ok(live.key);
+            }
+            // The driver may learn meanwhile that the task ended (a server that no longer knows
+            // it): then no question is coming, and the wait is over.
+            let now = self.hub.gate.get(&rec.id)?;
+            if !is_waiting_for_answer(&now) {
+                return Err(refused(&now, Attempt::Answer, "the task is no longer waiting for an answer").into());
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(EngineError::QuestionNotLive {

@@ -4,9 +4,9 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use taskdeck_client::{Question, SessionEvent, TaskSnapshot};
+use taskdeck_client::{Question, QuestionKey, Resumable, Session, SessionEvent, TaskSnapshot};
 use taskdeck_protocol::elicitation::ElicitResult;
-use taskdeck_store::{Progress, Store, TaskRecord};
+use taskdeck_store::{HttpSession, Progress, Store, TaskRecord, TaskStatus};
 
 use crate::config::{Config, Paths};
 use crate::decide::{self, Action, Context};
@@ -15,7 +15,7 @@ use crate::gate::Gate;
 use crate::live::{Live, LiveQuestion, Routed};
 use crate::lock::DataDirLock;
 use crate::options::EngineOptions;
-use crate::servers::Servers;
+use crate::servers::{Servers, connection_key};
 use crate::supervisor::{LogLine, Router, ServerStatus};
 use crate::validate;
 
@@ -50,7 +50,7 @@ impl Hub {
 
     /// What the engine knows beside the record, for [`decide::decide`].
     pub fn context(&self, rec: &TaskRecord) -> Context {
-        let pid = self.servers.pid(&rec.server);
+        let pid = self.servers.connection(&rec.server);
         Context {
             latest_message: self.gate.latest_message(rec),
             question_open: self.live.question(&rec.id).is_some_and(|q| q.pid.is_some() && q.pid == pid),
@@ -74,7 +74,7 @@ impl Hub {
                     self.gate.apply_quietly(&rec.id, update);
                 }
                 Action::Ask { key, update } => {
-                    let pid = self.servers.pid(&rec.server);
+                    let pid = self.servers.connection(&rec.server);
                     self.live.open_question(&rec.id, LiveQuestion { key, pid });
                     self.gate.apply_quietly(&rec.id, update);
                 }
@@ -86,7 +86,7 @@ impl Hub {
     pub fn record_question(&self, id: &str, server: &str, q: Question) {
         let action = decide::ask(&q, None);
         if let Action::Ask { key, update } = action {
-            let pid = self.servers.pid(server);
+            let pid = self.servers.connection(server);
             self.live.open_question(id, LiveQuestion { key, pid });
             self.gate.apply_quietly(id, update);
         }
@@ -175,5 +175,73 @@ impl Router for HubRouter {
         if let Some(hub) = self.0.upgrade() {
             hub.gate.announce(EngineEvent::ServerLog { server: server.to_owned(), line });
         }
+    }
+
+    fn stored_session(&self, server: &str, url: &str) -> Option<Resumable> {
+        let hub = self.0.upgrade()?;
+        let stored = match hub.gate.store().http_session(server) {
+            Ok(stored) => stored?,
+            Err(e) => {
+                tracing::warn!(server, "the stored HTTP session could not be read: {e}");
+                return None;
+            }
+        };
+        // A session kept for another endpoint is not this server's (and its id, private to the
+        // server that made it, is never sent elsewhere), nor is one nobody can read.
+        let info = serde_json::from_value(stored.info).ok().filter(|_| stored.url == url);
+        match info {
+            Some(info) => Some(Resumable { session_id: stored.session_id, info }),
+            None => {
+                self.keep_session(server, url, None);
+                None
+            }
+        }
+    }
+
+    fn keep_session(&self, server: &str, url: &str, session: Option<&Resumable>) {
+        let Some(hub) = self.0.upgrade() else { return };
+        let store = hub.gate.store();
+        let outcome = match session {
+            Some(r) => store
+                .keep_http_session(&HttpSession {
+                    server: server.to_owned(),
+                    url: url.to_owned(),
+                    session_id: r.session_id.clone(),
+                    protocol_version: r.info.protocol_version.clone(),
+                    info: serde_json::to_value(&r.info).unwrap_or_default(),
+                })
+                .map(drop),
+            None => store.forget_http_session(server).map(drop),
+        };
+        // Only a resumption is lost: the next connection initializes afresh.
+        if let Err(e) = outcome {
+            tracing::warn!(server, "the HTTP session could not be stored: {e}");
+        }
+    }
+
+    /// The questions a server asked on the session before this connection resumed it (another
+    /// process's, maybe) are open on it still: they become answerable here. The server sends none
+    /// of them again.
+    fn session_resumed(&self, server: &str, session: &Session) {
+        let Some(hub) = self.0.upgrade() else { return };
+        let tasks = match hub.gate.store().non_terminal() {
+            Ok(tasks) => tasks,
+            Err(e) => return tracing::warn!(server, "the tasks waiting for an answer could not be read: {e}"),
+        };
+        let key = connection_key(session);
+        for rec in tasks.into_iter().filter(|r| r.server == server && r.status == TaskStatus::InputRequired) {
+            let Some(QuestionKey::Request(id)) = rec.question.as_ref().map(|q| q.key.clone()) else { continue };
+            let task = rec.question.as_ref().and_then(|q| q.task_id.clone()).or_else(|| rec.remote_task_id.clone());
+            let live = hub.live.question(&rec.id).is_some_and(|q| q.pid.is_some() && q.pid == key);
+            if session.carry_question(id.clone(), task) && !live {
+                hub.live.open_question(&rec.id, LiveQuestion { key: QuestionKey::Request(id), pid: key });
+            }
+        }
+    }
+
+    fn has_unfinished(&self, server: &str) -> bool {
+        let Some(hub) = self.0.upgrade() else { return false };
+        // When the store cannot tell, the session is kept: ending it could lose what it holds.
+        hub.gate.store().has_live_tasks(server).unwrap_or(true)
     }
 }

@@ -4,11 +4,26 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use taskdeck_client::{FollowOptions, SessionOptions};
+use taskdeck_client::{FollowOptions, Session, SessionOptions};
 
 use crate::config::Config;
 use crate::gate::lock;
 use crate::supervisor::{Router, Server};
+
+/// What a legacy question is open on, as a number to compare: the server's process for a local
+/// server (a new process knows none of the old one's requests); for a remote one, its HTTP session,
+/// since a request the server sent stays open on the session whichever connection carries it, so a
+/// reconnection that resumed the session can still answer it. `None` where nothing holds a legacy
+/// request open (a modern server's questions are keyed by the task).
+pub(crate) fn connection_key(session: &Session) -> Option<u32> {
+    if let Some(pid) = session.pid() {
+        return Some(pid);
+    }
+    let id = session.resumable()?.session_id;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    std::hash::Hash::hash(&id, &mut hasher);
+    Some(std::hash::Hasher::finish(&hasher) as u32)
+}
 
 pub(crate) struct Servers {
     set: Mutex<ServerSet>,
@@ -52,9 +67,9 @@ impl Servers {
         self.get(name).map_or(base, |s| s.config.settings.follow(base))
     }
 
-    /// The pid of the server's process now, if it runs.
-    pub fn pid(&self, name: &str) -> Option<u32> {
-        self.get(name).and_then(|s| s.current_session()).and_then(|s| s.pid())
+    /// The connection a legacy question asked now is open on, if one is: see [`connection_key`].
+    pub fn connection(&self, name: &str) -> Option<u32> {
+        self.get(name).and_then(|s| s.current_session()).as_ref().and_then(connection_key)
     }
 
     /// Swaps in a new config: unchanged servers (same endpoint, same settings) are kept as they are,

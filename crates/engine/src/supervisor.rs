@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
-use taskdeck_client::{ClientError, Endpoint, Session, SessionEvent, SessionHandler, SessionOptions};
+use taskdeck_client::{
+    ClientError, Endpoint, Resumable, Resumption, Session, SessionEvent, SessionHandler, SessionOptions,
+};
 use taskdeck_protocol::{Era, limits};
 use tokio::sync::{Notify, watch};
 
@@ -93,6 +95,23 @@ pub(crate) trait Router: Send + Sync + 'static {
     fn session_event(&self, server: &str, event: SessionEvent);
     fn server_changed(&self, status: ServerStatus);
     fn server_log(&self, server: &str, line: LogLine);
+
+    /// The legacy HTTP session stored for `server` at `url`, for its next connection to resume.
+    fn stored_session(&self, _server: &str, _url: &str) -> Option<Resumable> {
+        None
+    }
+
+    /// Stores the session a connection to `server` at `url` can be resumed with, or removes the
+    /// stored one (`None`: the session ended, or there is none).
+    fn keep_session(&self, _server: &str, _url: &str, _session: Option<&Resumable>) {}
+
+    /// `session` carries on a stored session: what was open on it before is open on it now.
+    fn session_resumed(&self, _server: &str, _session: &Session) {}
+
+    /// Whether a task of `server` is still unfinished here: its session must then stay open.
+    fn has_unfinished(&self, _server: &str) -> bool {
+        false
+    }
 }
 
 struct Inner {
@@ -287,10 +306,26 @@ impl Server {
         self.wake.notify_one();
     }
 
+    /// Stops the server. A remote server's legacy session is ended (`DELETE`) only when no task
+    /// of this Taskdeck is unfinished there: a server may keep its tasks in the session, and the
+    /// next Taskdeck resumes that session to follow them. Otherwise the connection is only dropped
+    /// and the session stays stored.
     pub async fn shutdown(&self) {
         let session = lock(&self.inner).session.take();
-        if let Some(s) = session {
-            s.shutdown(Duration::from_millis(500)).await;
+        let Some(s) = session else { return };
+        let grace = Duration::from_millis(500);
+        let Endpoint::Http(h) = &self.config.endpoint else {
+            return s.shutdown(grace).await;
+        };
+        if s.resumable().is_some() && self.router.has_unfinished(&self.config.name) {
+            s.detach(grace).await;
+            self.note(
+                "taskdeck",
+                "disconnected; the HTTP session is left open for the tasks still running there".into(),
+            );
+        } else {
+            s.shutdown(grace).await;
+            self.router.keep_session(&self.config.name, &h.url, None);
         }
     }
 
@@ -302,13 +337,17 @@ impl Server {
             self.set_phase(if restarting { ServerPhase::Restarting } else { ServerPhase::Starting });
             let closed = Arc::new(Notify::new());
             let handler = Arc::new(Relay { server: Arc::downgrade(&self), closed: closed.clone() });
+            let mut opts = self.opts.clone();
             if let Endpoint::Http(h) = &self.config.endpoint {
-                self.note("taskdeck", format!("connecting to {}", h.url));
+                opts.resume = self.router.stored_session(&self.config.name, &h.url);
+                let how = if opts.resume.is_some() { "resuming the stored session" } else { "connecting" };
+                self.note("taskdeck", format!("{how} to {}", h.url));
             }
-            match Session::open(&self.config.endpoint, self.opts.clone(), handler).await {
+            match Session::open(&self.config.endpoint, opts, handler).await {
                 Ok(session) => {
                     failures = 0;
                     backoff = FIRST_BACKOFF;
+                    self.keep_session(&session);
                     let info = session.info();
                     self.note(
                         "taskdeck",
@@ -324,11 +363,18 @@ impl Server {
                         inner.session = Some(session.clone());
                         inner.last_error = None;
                     }
+                    if session.resumption() == Resumption::Resumed {
+                        self.router.session_resumed(&self.config.name, &session);
+                    }
                     self.set_phase(ServerPhase::Ready);
                     if session.dead().is_none() {
                         closed.notified().await;
                     }
                     let reason = session.dead().map(|e| e.to_string()).unwrap_or_else(|| "closed".into());
+                    if session.resumable().is_none() {
+                        // The server said the session is gone: nothing is left to resume.
+                        self.keep_session(&session);
+                    }
                     {
                         let mut inner = lock(&self.inner);
                         // A shutdown took the session already: stop supervising.
@@ -369,6 +415,23 @@ impl Server {
             let _ = tokio::time::timeout(backoff, self.wake.notified()).await;
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+impl Server {
+    /// Keeps what a connection to a remote server needs to resume `session`, or removes what was
+    /// stored when there is nothing to resume (a modern server, an ended session).
+    fn keep_session(&self, session: &Session) {
+        let Endpoint::Http(h) = &self.config.endpoint else { return };
+        match session.resumption() {
+            Resumption::Resumed => self.note("taskdeck", "resumed the stored HTTP session".into()),
+            Resumption::Gone { reason } => self.note(
+                "taskdeck",
+                format!("the stored HTTP session could not be resumed ({reason}); started a new one"),
+            ),
+            Resumption::NotAsked => {}
+        }
+        self.router.keep_session(&self.config.name, &h.url, session.resumable().as_ref());
     }
 }
 

@@ -9,6 +9,7 @@ mod error;
 mod migrations;
 mod open;
 pub mod private_fs;
+mod sessions;
 pub mod state;
 mod store;
 mod task;
@@ -16,6 +17,7 @@ mod time;
 
 pub use error::{Result, StoreError};
 pub use open::APPLICATION_ID;
+pub use sessions::HttpSession;
 pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_status};
 pub use store::Store;
 pub use task::{

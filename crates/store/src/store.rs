@@ -36,7 +36,7 @@ const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, 
 
 static LOAD_ONE: LazyLock<String> = LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
 
-const LIVE: &str = "status IN ('working', 'input_required')";
+pub(crate) const LIVE: &str = "status IN ('working', 'input_required')";
 
 impl Store {
     /// Opens (or creates) the store at `path`. A file that is not a blank file or a Taskdeck store
@@ -62,7 +62,7 @@ impl Store {
         Ok(capped)
     }
 
-    fn conn(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock dropped its transaction, which rolls back: the
         // connection is still consistent, so poisoning carries no information here.
         self.inner.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -93,3 +93,114 @@ fn proc_stat(pid: u32) -> Option<(char, u32)> {
     let state = fields.next()?.chars().next()?;
     Some((state, fields.next()?.parse().ok()?))
 }
+
+/// A server a test runs on loopback, killed with SIGKILL when dropped (or by [`LoopbackServer::kill`]).
+pub struct LoopbackServer {
+    /// Its MCP endpoint, `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    child: std::process::Child,
+}
+
+impl LoopbackServer {
+    /// The server's port, for starting its successor on the same URL.
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().and_then(|p| p.split('/').next()).and_then(|p| p.parse().ok()).expect("a port")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the process at once (its sessions die with it) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A config entry for this server: `{"url": ...}`, pinned to `era` when given.
+    pub fn entry(&self, era: Option<&str>) -> Value {
+        match era {
+            Some(era) => json!({ "url": self.url, "era": era }),
+            None => json!({ "url": self.url }),
+        }
+    }
+}
+
+impl Drop for LoopbackServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Lines of `from` sent on as they come, in a thread of their own, so that the pipe never fills.
+fn lines_of(from: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(from)).map_while(|l| l.ok()) {
+            // The receiver may have stopped listening; the pipe is still drained.
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// The demo server in its Streamable HTTP mode at `addr` (`127.0.0.1:0` for a free port, or the
+/// port of one it replaces), keeping its state in `state` and asking to be polled every 100 ms.
+pub fn demo_server_http(state: &Path, addr: &str) -> LoopbackServer {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mut child = std::process::Command::new(demo_server())
+            .arg("--state")
+            .arg(state)
+            .args(["--poll-interval-ms", "100", "--http", addr])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the demo server starts");
+        let lines = lines_of(child.stdout.take().expect("piped"));
+        // Its first line is its URL.
+        if let Ok(url) = lines.recv_timeout(std::time::Duration::from_secs(10)) {
+            return LoopbackServer { url, child };
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        // The port of a server just killed may take a moment to be free again.
+        assert!(std::time::Instant::now() < deadline, "the demo server did not start at {addr}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// `@modelcontextprotocol/server-everything` with its `streamableHttp` transport, on `port` or a
+/// free one (it reads `PORT`, and says only that it listens, not where, when given 0).
+pub fn everything_server_http(port: Option<u16>) -> LoopbackServer {
+    let entry = everything_server_entry();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let port = port.unwrap_or_else(|| {
+            std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+        });
+        let mut child = std::process::Command::new("node")
+            .arg(&entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        let lines = lines_of(child.stderr.take().expect("piped"));
+        while let Ok(line) = lines.recv_timeout(std::time::Duration::from_secs(10)) {
+            if line.contains("listening on port") {
+                return LoopbackServer { url: format!("http://127.0.0.1:{port}/mcp"), child };
+            }
+            if line.contains("already in use") {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(std::time::Instant::now() < deadline, "the everything server did not start in HTTP mode");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

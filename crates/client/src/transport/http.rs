@@ -126,6 +126,10 @@ struct Conn {
     legacy: bool,
     /// The `x-mcp-header` annotations of the tools listed so far.
     params: ParamHeaders,
+    /// A resumed session whose GET stream is not open yet: it opens once the server has taken a
+    /// request on the session (what `initialized` does on a fresh one), so a session the server
+    /// no longer knows is learnt from that request alone.
+    resumed: bool,
 }
 
 struct HttpFrames {
@@ -143,6 +147,34 @@ impl HttpTransport {
     /// so an unreachable server fails that request, with why. `max_frame` bounds one message
     /// body or event.
     pub fn connect(spec: &HttpSpec, max_frame: usize) -> Result<Connection, ClientError> {
+        Self::open(spec, max_frame, None)
+    }
+
+    /// Prepares a connection that carries on the legacy session `session_id` a connection before
+    /// this one (maybe another Taskdeck process) initialized with `protocol_version`: every
+    /// request carries both from the first, and the GET stream opens at once, so no `initialize`
+    /// is sent. A session the server no longer knows ends the connection at its first request
+    /// (404), as any ended session does, and the caller initializes afresh.
+    pub fn resume(
+        spec: &HttpSpec,
+        max_frame: usize,
+        session_id: &str,
+        protocol_version: &str,
+    ) -> Result<Connection, ClientError> {
+        let bad = |detail: &str| ClientError::Handshake { server: spec.name.clone(), detail: detail.into() };
+        // Never quoted: the id is private to the session.
+        let mut session = HeaderValue::from_str(session_id).map_err(|_| bad("the stored session id is not valid"))?;
+        session.set_sensitive(true);
+        let version =
+            HeaderValue::from_str(protocol_version).map_err(|_| bad("the stored protocol version is not valid"))?;
+        Self::open(spec, max_frame, Some((session, version)))
+    }
+
+    fn open(
+        spec: &HttpSpec,
+        max_frame: usize,
+        resumed: Option<(HeaderValue, HeaderValue)>,
+    ) -> Result<Connection, ClientError> {
         let bad = |detail: String| ClientError::Handshake { server: spec.name.clone(), detail };
         let url = Url::parse(&spec.url).map_err(|e| bad(format!("the URL is not valid: {e}")))?;
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -175,6 +207,13 @@ impl HttpTransport {
         let identity = Identity { name: spec.name.clone(), kind: "http", peer: shown(&url), pid: None };
         let (tx, rx) = mpsc::channel(INBOX);
         let (stop, stop_rx) = watch::channel(None);
+        let mut conn = Conn::default();
+        if let Some((session, version)) = resumed {
+            conn.session_id = Some(session);
+            conn.protocol_version = Some(version);
+            conn.legacy = true;
+            conn.resumed = true;
+        }
         let inner = Arc::new(Inner {
             name: spec.name.clone(),
             url,
@@ -183,7 +222,7 @@ impl HttpTransport {
             max_frame,
             tx,
             stop,
-            state: Mutex::new(Conn::default()),
+            state: Mutex::new(conn),
         });
         let (out, out_rx) = mpsc::unbounded_channel();
         spawn(&inner, write_loop(inner.clone(), out_rx));
@@ -238,10 +277,7 @@ impl Transport for HttpTransport {
 
     fn close(&self, grace: Duration) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let (done, flushed) = oneshot::channel();
-            if self.out.send(Out::Flushed(done)).is_ok() {
-                let _ = tokio::time::timeout(grace, flushed).await;
-            }
+            self.flush(grace).await;
             let session = lock(&self.inner.state).session_id.clone();
             if let Some(session) = session {
                 // A legacy server is told the session is over; one that does not end sessions
@@ -264,6 +300,30 @@ impl Transport for HttpTransport {
 
     fn kill(&self) {
         self.inner.end("the connection was closed".into());
+    }
+
+    fn session_id(&self) -> Option<String> {
+        lock(&self.inner.state).session_id.as_ref().and_then(|v| v.to_str().ok()).map(str::to_owned)
+    }
+
+    /// No `DELETE`: the server keeps the session, and with it the tasks it holds there, for the
+    /// next connection to resume.
+    fn detach(&self, grace: Duration) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.flush(grace).await;
+            tracing::debug!(server = %self.inner.name, "connection closed, the session left open");
+            self.inner.end("the connection was closed".into());
+        })
+    }
+}
+
+impl HttpTransport {
+    /// Waits (up to `grace`) until what was queued has been sent.
+    async fn flush(&self, grace: Duration) {
+        let (done, flushed) = oneshot::channel();
+        if self.out.send(Out::Flushed(done)).is_ok() {
+            let _ = tokio::time::timeout(grace, flushed).await;
+        }
     }
 }
 
@@ -334,6 +394,8 @@ impl Inner {
     async fn session_gone(&self, what: &str) {
         let reason = format!("the server ended the HTTP session (404 to {what}); it must be initialized again");
         tracing::warn!(server = %self.name, "{reason}");
+        // Nobody may come back with it: the server said it knows it no more.
+        lock(&self.state).session_id = None;
         self.deliver(Received::Closed { reason: reason.clone() }).await;
         self.end(reason);
     }
@@ -422,6 +484,8 @@ impl Inner {
             }
         };
         if changed {
+            // Neither id is a session Taskdeck can carry on.
+            lock(&self.state).session_id = None;
             let reason = "the server changed the HTTP session id mid-session; it must be initialized again".to_owned();
             tracing::warn!(server = %self.name, "{reason}");
             self.deliver(Received::Closed { reason: reason.clone() }).await;
@@ -605,7 +669,7 @@ async fn exchange(inner: Arc<Inner>, m: Outgoing, cancelled: oneshot::Receiver<(
     lock(&inner.state).open.remove(&id);
 }
 
-async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
+async fn run_request(inner: &Arc<Inner>, m: &Outgoing, id: &RequestId) {
     let method = m.method().unwrap_or_default();
     let modern = m.is_modern();
     let (request, with_session) = inner.post(m);
@@ -628,6 +692,10 @@ async fn run_request(inner: &Inner, m: &Outgoing, id: &RequestId) {
     }
     if !modern && !inner.check_session(&response, m.is_initialize()).await {
         return;
+    }
+    if with_session && std::mem::take(&mut lock(&inner.state).resumed) {
+        lock(&inner.state).listening = true;
+        spawn(inner, listen(inner.clone()));
     }
     match content_type(&response).as_deref() {
         Some("text/event-stream") => stream_answer(inner, m, id, method, response).await,

@@ -93,6 +93,22 @@ pub trait Transport: Send + Sync + 'static {
 
     /// Ends the connection now. The [`FrameSource`] then reports [`Received::Closed`].
     fn kill(&self);
+
+    /// The session the peer keeps for this connection beyond it (a legacy HTTP server's
+    /// `Mcp-Session-Id`), while the peer still knows it: `None` for a transport whose peer keeps
+    /// nothing (stdio, where the process is the session) and once the peer said the session is gone.
+    /// A server that keeps its tasks in the session loses them with it, so a host that means to
+    /// resume them must keep this id and come back with it; the transport only reports it.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
+
+    /// Ends this connection but leaves the peer's session, if it keeps one, for a later connection
+    /// to resume: what was queued is sent first (within `grace`), and the peer is not told we are
+    /// done. Where there is no session apart from the connection, it is [`close`](Transport::close).
+    fn detach(&self, grace: Duration) -> BoxFuture<'_, ()> {
+        self.close(grace)
+    }
 }
 
 /// The receiving half of a connection, read by one task of the session.
