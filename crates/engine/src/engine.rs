@@ -351,8 +351,8 @@ impl Engine {
         loop {
             let pid = self.hub.servers.connection(&rec.server);
             if let Some(live) = self.hub.live.question(&rec.id)
-                && live.pid.is_some()
-                && live.pid == pid
+                && live.connection.is_some()
+                && live.connection == pid
             {
                 return Ok(live.key);
             }

@@ -53,7 +53,7 @@ impl Hub {
         let pid = self.servers.connection(&rec.server);
         Context {
             latest_message: self.gate.latest_message(rec),
-            question_open: self.live.question(&rec.id).is_some_and(|q| q.pid.is_some() && q.pid == pid),
+            question_open: self.live.question(&rec.id).is_some_and(|q| q.connection.is_some() && q.connection == pid),
         }
     }
 
@@ -75,7 +75,7 @@ impl Hub {
                 }
                 Action::Ask { key, update } => {
                     let pid = self.servers.connection(&rec.server);
-                    self.live.open_question(&rec.id, LiveQuestion { key, pid });
+                    self.live.open_question(&rec.id, LiveQuestion { key, connection: pid });
                     self.gate.apply_quietly(&rec.id, update);
                 }
             }
@@ -87,7 +87,7 @@ impl Hub {
         let action = decide::ask(&q, None);
         if let Action::Ask { key, update } = action {
             let pid = self.servers.connection(server);
-            self.live.open_question(id, LiveQuestion { key, pid });
+            self.live.open_question(id, LiveQuestion { key, connection: pid });
             self.gate.apply_quietly(id, update);
         }
     }
@@ -232,9 +232,9 @@ impl Router for HubRouter {
         for rec in tasks.into_iter().filter(|r| r.server == server && r.status == TaskStatus::InputRequired) {
             let Some(QuestionKey::Request(id)) = rec.question.as_ref().map(|q| q.key.clone()) else { continue };
             let task = rec.question.as_ref().and_then(|q| q.task_id.clone()).or_else(|| rec.remote_task_id.clone());
-            let live = hub.live.question(&rec.id).is_some_and(|q| q.pid.is_some() && q.pid == key);
+            let live = hub.live.question(&rec.id).is_some_and(|q| q.connection.is_some() && q.connection == key);
             if session.carry_question(id.clone(), task) && !live {
-                hub.live.open_question(&rec.id, LiveQuestion { key: QuestionKey::Request(id), pid: key });
+                hub.live.open_question(&rec.id, LiveQuestion { key: QuestionKey::Request(id), connection: key });
             }
         }
     }

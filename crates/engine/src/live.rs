@@ -42,8 +42,9 @@ pub(crate) struct AnswerMsg {
 #[derive(Debug, Clone)]
 pub(crate) struct LiveQuestion {
     pub key: QuestionKey,
-    /// The server process that asked: a legacy question is an open request on that one.
-    pub pid: Option<u32>,
+    /// The connection that asked ([`connection_key`](crate::servers::connection_key):
+    /// the server's process, or its HTTP session): a legacy question is an open request on that one.
+    pub connection: Option<u32>,
 }
 
 /// Where a question or report went.
