@@ -33,9 +33,10 @@ pub struct AppInfo {
     /// Why the engine did not start at all (for instance another process drives this data dir).
     pub engine_error: Option<String>,
     pub notifications_muted: bool,
-    /// The config entries that could not be read, each with its error (phase `invalid`); every
-    /// other server runs. Apart from the servers list, which holds only servers that can be used.
-    pub unreadable_servers: Vec<ServerStatus>,
+    /// The config entries that run nothing: the disabled ones (phase `disabled`), then those that
+    /// could not be read, each with its error (phase `invalid`). Apart from the servers list, which
+    /// holds only servers that can be used.
+    pub entries_not_run: Vec<ServerStatus>,
 }
 
 /// A failed command, as the webview receives it: act on `code` and the details, show `message`.
@@ -212,11 +213,7 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         config_error: lock(&state.config_error).clone(),
         engine_error: state.startup_error.clone(),
         notifications_muted: lock(&state.ui).notifications_muted,
-        unreadable_servers: state
-            .engine
-            .as_ref()
-            .map(|e| e.config().unreadable.iter().map(ServerStatus::unreadable).collect())
-            .unwrap_or_default(),
+        entries_not_run: state.engine.as_ref().map(|e| e.entries_not_run()).unwrap_or_default(),
     })
 }
 

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::{Map, Value};
 use taskdeck_engine::config::{Config, Paths};
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, ServerStatus, TaskRecord};
+use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, ServerPhase, TaskRecord};
 use taskdeck_store::{Store, StoreError};
 
 use crate::args::{Cli, Command};
@@ -195,9 +195,11 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
     match command {
         Command::Servers { json } => {
             let mut servers = engine.start_servers().await;
-            // The entries that could not be read are listed too, and make the exit a config error.
-            let unreadable = engine.config().unreadable;
-            servers.extend(unreadable.iter().map(ServerStatus::unreadable));
+            // Disabled entries and those that could not be read are listed too; the latter make
+            // the exit a config error.
+            let not_run = engine.entries_not_run();
+            let unreadable = not_run.iter().any(|s| s.phase == ServerPhase::Invalid);
+            servers.extend(not_run);
             if json {
                 output::print_json(&servers);
             } else {
@@ -206,7 +208,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             for line in output::server_problems(&servers) {
                 eprintln!("{line}");
             }
-            Ok(if unreadable.is_empty() { EXIT_COMPLETED } else { EXIT_USAGE })
+            Ok(if unreadable { EXIT_USAGE } else { EXIT_COMPLETED })
         }
         Command::Tools { server, json } => {
             let tools = engine.tools(&server).await?;

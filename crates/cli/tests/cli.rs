@@ -1160,3 +1160,27 @@ fn an_answer_the_server_took_is_not_reported_as_waiting_when_a_big_question_come
         assert_eq!(answers, 1, "{t}");
     }
 }
+
+#[test]
+fn a_disabled_server_is_listed_as_disabled_and_never_started() {
+    let env = demo_with(vec![
+        ("off", json!({"command": "/nonexistent/server", "disabled": true})),
+        ("far", json!({"url": "https://mcp.example.com/mcp", "disabled": true})),
+    ]);
+    let out = env.run(&["servers", "--json"]);
+    assert_eq!(out.code, 0, "a disabled entry is no config error: {out:?}");
+    let list = out.json();
+    let by_name = |n: &str| list.as_array().unwrap().iter().find(|s| s["name"] == n).cloned().unwrap();
+    assert_eq!(by_name("demo")["phase"], "ready");
+    let off = by_name("off");
+    assert_eq!((off["phase"].as_str(), off["transport"].as_str()), (Some("disabled"), Some("stdio")));
+    assert!(off["pid"].is_null() && off["error"].is_null(), "never started: {off}");
+    let far = by_name("far");
+    assert_eq!((far["phase"].as_str(), far["url"].as_str()), (Some("disabled"), Some("https://mcp.example.com/mcp")));
+
+    let out = env.run(&["servers"]);
+    assert!(out.stdout.lines().any(|l| l.starts_with("off") && l.contains("disabled")), "{out:?}");
+    let out = env.run(&["run", "off", "anything"]);
+    assert_ne!(out.code, 0, "a disabled server's tools are not runnable: {out:?}");
+    assert!(out.stderr.contains("off"), "{out:?}");
+}

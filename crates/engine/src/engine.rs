@@ -98,6 +98,14 @@ impl Engine {
         self.hub.servers.config()
     }
 
+    /// The config's entries that run nothing, as rows a list of servers shows after the running
+    /// ones: the disabled ones, then those that could not be read (with their error).
+    pub fn entries_not_run(&self) -> Vec<ServerStatus> {
+        let config = self.config();
+        let disabled = config.disabled.iter().map(ServerStatus::disabled);
+        disabled.chain(config.unreadable.iter().map(ServerStatus::unreadable)).collect()
+    }
+
     pub fn store(&self) -> &Store {
         self.hub.gate.store()
     }

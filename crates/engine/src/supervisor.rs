@@ -38,6 +38,8 @@ pub enum ServerPhase {
     Failed,
     /// The config entry could not be read: never started; `error` says why.
     Invalid,
+    /// The config entry says `"disabled": true`: never started, its tools not runnable.
+    Disabled,
 }
 
 /// What a front end shows about one server.
@@ -68,6 +70,28 @@ pub struct ServerStatus {
 }
 
 impl ServerStatus {
+    /// The row of an entry with `"disabled": true`, so that a list of servers shows it as such.
+    pub fn disabled(config: &ServerConfig) -> ServerStatus {
+        let endpoint = &config.endpoint;
+        ServerStatus {
+            name: config.name.clone(),
+            phase: ServerPhase::Disabled,
+            era: None,
+            protocol_version: None,
+            tasks: None,
+            server_name: None,
+            server_version: None,
+            pid: None,
+            restarts: 0,
+            last_error: None,
+            command: endpoint.describe(),
+            transport: endpoint.kind().into(),
+            url: endpoint_url(endpoint),
+            error: None,
+            notes: config.notes.clone(),
+        }
+    }
+
     /// The row of an entry that could not be read, so that a list of servers shows it with its error.
     pub fn unreadable(entry: &UnreadableEntry) -> ServerStatus {
         ServerStatus {
@@ -87,6 +111,13 @@ impl ServerStatus {
             error: Some(entry.error.to_string()),
             notes: Vec::new(),
         }
+    }
+}
+
+fn endpoint_url(endpoint: &Endpoint) -> Option<String> {
+    match endpoint {
+        Endpoint::Http(h) => Some(h.url.clone()),
+        Endpoint::Stdio(_) => None,
     }
 }
 
@@ -187,10 +218,7 @@ impl Server {
             last_error: inner.last_error.clone(),
             command: endpoint.describe(),
             transport: endpoint.kind().into(),
-            url: match endpoint {
-                Endpoint::Http(h) => Some(h.url.clone()),
-                Endpoint::Stdio(_) => None,
-            },
+            url: endpoint_url(endpoint),
             error: None,
             notes: self.config.notes.clone(),
         }

@@ -15,4 +15,5 @@ export const PHASE_LABEL: Record<ServerPhase, string> = {
   restarting: 'Restarting',
   failed: 'Failed',
   invalid: 'Config error',
+  disabled: 'Disabled',
 };

@@ -22,7 +22,8 @@ config_error: string | null,
  */
 engine_error: string | null, notifications_muted: boolean, 
 /**
- * The config entries that could not be read, each with its error (phase `invalid`); every
- * other server runs. Apart from the servers list, which holds only servers that can be used.
+ * The config entries that run nothing: the disabled ones (phase `disabled`), then those that
+ * could not be read, each with its error (phase `invalid`). Apart from the servers list, which
+ * holds only servers that can be used.
  */
-unreadable_servers: Array<ServerStatus>, };
+entries_not_run: Array<ServerStatus>, };
