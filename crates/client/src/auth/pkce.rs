@@ -52,7 +52,7 @@ mod tests {
     #[test]
     fn the_s256_challenge_matches_rfc_7636_appendix_b() {
         assert_eq!(
-            challenge_of("dBjftJeZ4CVP-mJ0g1qQdv6XPjqkFZG_1Ij2D0yE-T0"),
+            challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
             "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
     }
