@@ -11,7 +11,8 @@
 //! 4. [`sign_in`] runs the authorization code flow with PKCE S256, `state`, `resource` (RFC 8707)
 //!    and a loopback redirect listener, opening the browser through a replaceable function.
 //! 5. [`refresh`] renews the access token; a refused refresh is [`AuthError::SignInAgain`].
-//! 6. [`TokenStore`] keeps what must outlive the process, never in SQLite, the config or a log.
+//! 6. [`TokenStore`] keeps what must outlive the process, never in SQLite, the config or a log:
+//!    [`default_store`] picks the OS keyring, or a 0600 file when there is none.
 
 pub mod browser;
 pub mod challenge;
@@ -19,6 +20,7 @@ pub mod discovery;
 mod error;
 pub mod flow;
 mod http;
+pub mod keyring;
 pub mod pkce;
 pub mod redirect;
 pub mod registration;
@@ -32,6 +34,7 @@ pub use flow::{
     Authorization, PendingAuthorization, SignInOptions, exchange_code, refresh, select_scopes, sign_in, step_up_scopes,
 };
 pub use http::AuthHttp;
+pub use keyring::{KeyringStore, default_store};
 pub use redirect::{Callback, Loopback};
 pub use registration::{ClientConfig, ClientOrigin, RegisteredClient, TokenAuthMethod};
 pub use tokens::{FileStore, MemoryStore, Secret, StoredAuth, TokenSet, TokenStore};

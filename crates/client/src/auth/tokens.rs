@@ -2,8 +2,8 @@
 //!
 //! Everything secret is a [`Secret`], whose `Debug` says nothing, so that no log line, error or
 //! panic message can carry one. What outlives the process goes through a [`TokenStore`]: never
-//! SQLite, never the config. The store shipped here is [`FileStore`], one JSON file readable by
-//! its user only; the OS keyring is a second implementation of the same trait, to come.
+//! SQLite, never the config: the OS keyring ([`super::KeyringStore`]) or, where there is none,
+//! [`FileStore`], one JSON file readable by its user only.
 
 use std::collections::BTreeMap;
 use std::fmt;
