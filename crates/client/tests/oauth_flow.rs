@@ -12,7 +12,7 @@ use oauth_support::{AuthServer, browser_options, sign_in_from_401};
 use serde_json::json;
 use taskdeck_client::auth::{
     AuthError, AuthHttp, BearerChallenge, ClientConfig, ClientOrigin, FileStore, Secret, SignInOptions,
-    TokenAuthMethod, TokenStore, open_with_browser_var, refresh, sign_in,
+    TokenAuthMethod, TokenStore, authorization_for, open_with_browser_var, refresh, sign_in,
 };
 
 fn access(auth: &taskdeck_client::auth::StoredAuth) -> String {
@@ -35,7 +35,7 @@ async fn signing_in_through_the_browser_registers_taskdeck_and_the_token_opens_t
     assert_eq!(server.call("/mcp", Some(&access(stored))).await.0, 200);
     assert!(server.refusals().await.is_empty(), "{:?}", server.refusals().await);
     let page = std::fs::read_to_string(&seen).expect("the browser ran");
-    assert!(page.contains("callback 200 Taskdeck: Signed in."), "{page}");
+    assert!(page.contains("callback 200 Taskdeck: Sign-in received."), "{page}");
 }
 
 #[tokio::test]
@@ -245,4 +245,34 @@ async fn the_sign_in_file_is_readable_by_its_user_only_and_holds_no_secret_in_de
     assert!(store.describe().contains("readable by you only"));
     store.delete("remote").expect("deleted");
     assert_eq!(store.load("remote").expect("loaded"), None);
+}
+
+#[tokio::test]
+async fn a_sign_in_kept_in_the_store_opens_the_server_after_a_restart_and_renews_itself() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = AuthServer::start(json!({"expires_in": 2})).await;
+    let options = browser_options(ClientConfig::default(), &dir.path().join("b.log"), "");
+    let stored = sign_in_from_401(&server, None, &options).await.expect("signed in").stored;
+    FileStore::in_dir(dir.path()).save("remote", &stored).expect("saved");
+
+    // A new process: only the store is left.
+    let store = FileStore::in_dir(dir.path());
+    let mut loaded = store.load("remote").expect("loaded").expect("the sign-in");
+    let http = AuthHttp::new().expect("http");
+    let (header, changed) = authorization_for(&http, &mut loaded, Duration::from_secs(0)).await.expect("header");
+    assert!(!changed, "a fresh token is used as it is");
+    let token = header.expose().strip_prefix("Bearer ").expect("bearer").to_owned();
+    assert_eq!(server.call("/mcp", Some(&token)).await.0, 200);
+
+    // Within the margin of its expiry, the next request's header comes from a refresh.
+    let (header, changed) = authorization_for(&http, &mut loaded, Duration::from_secs(60)).await.expect("header");
+    assert!(changed);
+    store.save("remote", &loaded).expect("saved");
+    let renewed = header.expose().strip_prefix("Bearer ").expect("bearer").to_owned();
+    assert_ne!(renewed, token);
+    assert_eq!(server.call("/mcp", Some(&renewed)).await.0, 200);
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    assert_eq!(server.call("/mcp", Some(&token)).await.0, 401, "the first token expired");
+    let after = store.load("remote").expect("loaded").expect("kept");
+    assert_eq!(after.tokens.as_ref().map(|t| t.access_token.expose().to_owned()), Some(renewed));
 }

@@ -105,7 +105,7 @@ pub async fn discover(
                     url: issuer.clone(),
                     detail: "the authorization server publishes no metadata (RFC 8414 or OpenID discovery)".into(),
                 })?;
-            check_auth_server(&auth_server, true)?;
+            check_auth_server(&auth_server)?;
             // The PRM's own identifier, once checked, is what the authorization server knows
             // the resource as.
             let resource = prm.resource.trim_end_matches('/').to_owned();
@@ -127,7 +127,7 @@ async fn legacy(http: &AuthHttp, server: &Url, resource: String) -> Result<Disco
     let origin = server.origin().ascii_serialization();
     match auth_server_metadata(http, &origin).await? {
         Some((url, auth_server)) => {
-            check_auth_server(&auth_server, true)?;
+            check_auth_server(&auth_server)?;
             Ok(Discovery {
                 resource,
                 resource_metadata: None,
@@ -228,8 +228,8 @@ async fn auth_server_metadata(http: &AuthHttp, issuer: &str) -> Result<Option<(U
     Ok(None)
 }
 
-fn check_auth_server(m: &AuthServerMetadata, need_pkce: bool) -> Result<(), AuthError> {
-    if need_pkce && !m.code_challenge_methods_supported.as_ref().is_some_and(|v| v.iter().any(|s| s == "S256")) {
+fn check_auth_server(m: &AuthServerMetadata) -> Result<(), AuthError> {
+    if !m.code_challenge_methods_supported.as_ref().is_some_and(|v| v.iter().any(|s| s == "S256")) {
         return Err(AuthError::NoPkce { issuer: m.issuer.clone() });
     }
     secure_url(&m.authorization_endpoint)?;

@@ -207,6 +207,25 @@ pub async fn refresh(http: &AuthHttp, stored: &StoredAuth) -> Result<TokenSet, A
     Ok(renewed)
 }
 
+/// The `Authorization` header for the next request to the server, refreshing first when the
+/// access token expires within `margin`. The flag is true when `stored` changed (save it).
+/// [`AuthError::SignInAgain`] means there is no way on without the user.
+pub async fn authorization_for(
+    http: &AuthHttp,
+    stored: &mut StoredAuth,
+    margin: Duration,
+) -> Result<(Secret, bool), AuthError> {
+    let tokens = stored.tokens.as_ref().ok_or_else(|| AuthError::SignInAgain { reason: "never signed in".into() })?;
+    let margin = i64::try_from(margin.as_secs()).unwrap_or(i64::MAX);
+    if !tokens.expires_within(now(), margin) {
+        return Ok((Secret::new(tokens.authorization()), false));
+    }
+    let renewed = refresh(http, stored).await?;
+    let header = Secret::new(renewed.authorization());
+    stored.tokens = Some(renewed);
+    Ok((header, true))
+}
+
 async fn token_request(
     http: &AuthHttp,
     endpoint: &str,

@@ -10,7 +10,8 @@
 //!    registered before with the same issuer, or a new dynamic registration (RFC 7591).
 //! 4. [`sign_in`] runs the authorization code flow with PKCE S256, `state`, `resource` (RFC 8707)
 //!    and a loopback redirect listener, opening the browser through a replaceable function.
-//! 5. [`refresh`] renews the access token; a refused refresh is [`AuthError::SignInAgain`].
+//! 5. [`authorization_for`] gives the header for each request, renewing the token through
+//!    [`refresh`] when it is about to expire; a refused refresh is [`AuthError::SignInAgain`].
 //! 6. [`TokenStore`] keeps what must outlive the process, never in SQLite, the config or a log:
 //!    [`default_store`] picks the OS keyring, or a 0600 file when there is none.
 
@@ -31,7 +32,8 @@ pub use challenge::{BearerChallenge, Challenge, parse_challenges};
 pub use discovery::{AuthServerMetadata, Discovery, ResourceMetadata, canonical_resource, discover};
 pub use error::AuthError;
 pub use flow::{
-    Authorization, PendingAuthorization, SignInOptions, exchange_code, refresh, select_scopes, sign_in, step_up_scopes,
+    Authorization, PendingAuthorization, SignInOptions, authorization_for, exchange_code, refresh, select_scopes,
+    sign_in, step_up_scopes,
 };
 pub use http::AuthHttp;
 pub use keyring::{KeyringStore, default_store};

@@ -123,7 +123,8 @@ async fn serve(mut stream: TcpStream, state: &str) -> Option<Callback> {
     let page = if callback.error.is_some() {
         "The sign-in did not complete. You can close this tab and return to Taskdeck."
     } else {
-        "Signed in. You can close this tab and return to Taskdeck."
+        // The code is not exchanged yet, so this page cannot promise the sign-in worked.
+        "Sign-in received. You can close this tab and return to Taskdeck."
     };
     respond(&mut stream, "200 OK", page).await;
     Some(callback)
