@@ -136,3 +136,17 @@ async fn hostile_challenge_headers_are_read_without_panicking() {
     assert_eq!(c.scope, vec!["a\"b"]);
     assert_eq!(c.resource_metadata.as_deref(), Some("http://127.0.0.1:1/x"));
 }
+
+#[tokio::test]
+async fn metadata_that_is_not_json_or_too_large_is_refused_with_its_url() {
+    let server = AuthServer::start(json!({"prm_raw": "<html><body>Sign in here</body></html>"})).await;
+    let challenge = server.challenge().await;
+    let err = discover(&http(), &server.url(), Some(&challenge)).await.expect_err("refused");
+    assert!(matches!(err, AuthError::Malformed { .. }), "{err}");
+    assert!(err.to_string().contains("oauth-protected-resource/mcp"), "{err}");
+
+    let server = AuthServer::start(json!({"prm_huge": 3 * 1024 * 1024})).await;
+    let challenge = server.challenge().await;
+    let err = discover(&http(), &server.url(), Some(&challenge)).await.expect_err("refused");
+    assert!(matches!(err, AuthError::TooLarge { .. }), "{err}");
+}

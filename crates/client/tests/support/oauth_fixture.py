@@ -27,6 +27,8 @@ Options (one JSON object as argv[1], every key optional):
   expires_in       access token lifetime in seconds (default 3600)
   metadata_issuer  the `issuer` the AS metadata claims (default: the real one)
   redirect_prm     the PRM URL redirects to the same server under another host name
+  prm_raw          serve this text (as text/html) instead of the PRM
+  prm_huge         serve a PRM of this many bytes
 
 Prints its base URL as its first line. GET /admin/log is the list of requests seen (method,
 path, refusals); POST /admin/revoke revokes every refresh token.
@@ -141,6 +143,11 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(200, list(log))
         if opts.get("redirect_prm") and path == "/.well-known/oauth-protected-resource/mcp":
             return self.send(302, None, {"Location": BASE.replace("127.0.0.1", "localhost") + path})
+        if path == "/.well-known/oauth-protected-resource/mcp" and "prm_raw" in opts:
+            return self.send(200, opts["prm_raw"], ctype="text/html")
+        if path == "/.well-known/oauth-protected-resource/mcp" and "prm_huge" in opts:
+            doc = dict(prm(), padding="x" * int(opts["prm_huge"]))
+            return self.send(200, doc)
         if not legacy and path == ("/.well-known/oauth-protected-resource/mcp" if opts.get("prm_at", "path") == "path"
                                    else "/.well-known/oauth-protected-resource"):
             return self.send(200, prm())
