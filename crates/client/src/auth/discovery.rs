@@ -220,7 +220,7 @@ async fn auth_server_metadata(http: &AuthHttp, issuer: &str) -> Result<Option<(U
             // RFC 8414 §3.3: the document must be about the issuer it was looked up for. One
             // trailing slash is forgiven: URL parsers add it to a bare origin.
             if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
-                return Err(AuthError::IssuerMismatch { expected: issuer.to_owned(), got: metadata.issuer });
+                return Err(AuthError::IssuerMismatch { expected: issuer.to_owned(), got: shown(&metadata.issuer) });
             }
             return Ok(Some((url, metadata)));
         }
@@ -243,7 +243,7 @@ fn check_auth_server(m: &AuthServerMetadata) -> Result<(), AuthError> {
 /// The metadata's resource must be the server, or a resource the server's URL lies under (same
 /// origin, a path prefix at a segment boundary), as RFC 9728 §3.3 and §7.3 mean it.
 fn check_resource(expected: &str, got: &str) -> Result<(), AuthError> {
-    let mismatch = || AuthError::ResourceMismatch { expected: expected.to_owned(), got: got.to_owned() };
+    let mismatch = || AuthError::ResourceMismatch { expected: expected.to_owned(), got: shown(got) };
     let (Ok(e), Ok(g)) = (Url::parse(expected), Url::parse(got)) else { return Err(mismatch()) };
     if e.origin() != g.origin() || g.fragment().is_some() {
         return Err(mismatch());
@@ -252,6 +252,11 @@ fn check_resource(expected: &str, got: &str) -> Result<(), AuthError> {
     let gp = g.path().trim_end_matches('/');
     let under = ep == gp || gp.is_empty() || ep.strip_prefix(gp).is_some_and(|rest| rest.starts_with('/'));
     if under { Ok(()) } else { Err(mismatch()) }
+}
+
+/// A server's string, fit for a message: short, with no control characters.
+fn shown(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(200).collect()
 }
 
 fn parse(s: &str) -> Result<Url, AuthError> {

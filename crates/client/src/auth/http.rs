@@ -48,7 +48,10 @@ impl AuthHttp {
                 }
             }))
             .build()
-            .map_err(|e| AuthError::Unreachable { url: String::new(), detail: e.to_string() })?;
+            .map_err(|e| AuthError::Unreachable {
+                url: "the network (no HTTP client)".into(),
+                detail: e.to_string(),
+            })?;
         Ok(AuthHttp { client, protocol_version: None })
     }
 

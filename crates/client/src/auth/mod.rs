@@ -6,14 +6,27 @@
 //!    reads its `WWW-Authenticate`.
 //! 2. [`discover`] finds the protected resource metadata (RFC 9728) and the authorization
 //!    server's metadata (RFC 8414 / OpenID discovery), and refuses what the spec says to refuse.
-//! 3. [`registration::client_for`] picks the client: pre-registered from the config, one
-//!    registered before with the same issuer, or a new dynamic registration (RFC 7591).
+//! 3. [`registration::reusable_client`] picks the client: pre-registered from the config, or one
+//!    registered before with the same issuer; else [`registration::register`] makes a new one
+//!    (RFC 7591).
 //! 4. [`sign_in`] runs the authorization code flow with PKCE S256, `state`, `resource` (RFC 8707)
 //!    and a loopback redirect listener, opening the browser through a replaceable function.
 //! 5. [`authorization_for`] gives the header for each request, renewing the token through
 //!    [`refresh`] when it is about to expire; a refused refresh is [`AuthError::SignInAgain`].
 //! 6. [`TokenStore`] keeps what must outlive the process, never in SQLite, the config or a log:
 //!    [`default_store`] picks the OS keyring, or a 0600 file when there is none.
+//!
+//! How the HTTP transport is meant to use it (the wiring is the next step):
+//! - Before each request: [`authorization_for`] on the server's [`StoredAuth`] (loaded from the
+//!   [`TokenStore`] once), saving it back when it says it changed; the header goes on every POST,
+//!   GET and DELETE.
+//! - On 401 ([`HttpFailure::SignInNeeded`](crate::transport::http::HttpFailure::SignInNeeded)):
+//!   with a stored sign-in, one [`refresh`] and a retry; [`AuthError::SignInAgain`] (or no
+//!   sign-in at all) means "sign-in needed" for the engine, and `taskdeck-cli login SERVER` or
+//!   the app runs [`sign_in`] with the challenge from `www_authenticate`.
+//! - On 403 with [`BearerChallenge::is_insufficient_scope`]: [`sign_in`] again with the stored
+//!   sign-in as `previous` (a step-up: the union of scopes), at most a few times per operation.
+//! - The store's calls may block (the keyring is D-Bus on Linux): run them on a blocking thread.
 
 pub mod browser;
 pub mod challenge;
