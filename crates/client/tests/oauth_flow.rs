@@ -276,3 +276,14 @@ async fn a_sign_in_kept_in_the_store_opens_the_server_after_a_restart_and_renews
     let after = store.load("remote").expect("loaded").expect("kept");
     assert_eq!(after.tokens.as_ref().map(|t| t.access_token.expose().to_owned()), Some(renewed));
 }
+
+#[tokio::test]
+async fn a_2025_03_26_server_with_metadata_at_its_origin_uses_it_whatever_issuer_it_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = AuthServer::start(json!({"legacy": true, "legacy_metadata": true, "iss": true})).await;
+    let options = browser_options(ClientConfig::default(), &dir.path().join("b.log"), "");
+    let signed = sign_in_from_401(&server, None, &options).await.expect("signed in");
+    assert!(!signed.discovery.uses_default_endpoints());
+    assert_eq!(signed.discovery.issuer(), format!("{}/oauth", server.base));
+    assert_eq!(server.call("/mcp", Some(&access(&signed.stored))).await.0, 200);
+}

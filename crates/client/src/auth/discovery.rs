@@ -101,7 +101,7 @@ pub async fn discover(
                 })?
                 .clone();
             let (as_url, auth_server) =
-                auth_server_metadata(http, &issuer).await?.ok_or_else(|| AuthError::Malformed {
+                auth_server_metadata(http, &issuer, true).await?.ok_or_else(|| AuthError::Malformed {
                     url: issuer.clone(),
                     detail: "the authorization server publishes no metadata (RFC 8414 or OpenID discovery)".into(),
                 })?;
@@ -125,7 +125,9 @@ pub async fn discover(
 /// 2025-03-26: the authorization base URL is the server's origin.
 async fn legacy(http: &AuthHttp, server: &Url, resource: String) -> Result<Discovery, AuthError> {
     let origin = server.origin().ascii_serialization();
-    match auth_server_metadata(http, &origin).await? {
+    // The 2025-03-26 spec places the metadata by the server's origin, not by an issuer, and
+    // servers of that era name their issuer as they like (often with a path): it is not checked.
+    match auth_server_metadata(http, &origin, false).await? {
         Some((url, auth_server)) => {
             check_auth_server(&auth_server)?;
             Ok(Discovery {
@@ -211,7 +213,11 @@ pub fn auth_server_metadata_urls(issuer: &Url) -> Vec<String> {
     }
 }
 
-async fn auth_server_metadata(http: &AuthHttp, issuer: &str) -> Result<Option<(Url, AuthServerMetadata)>, AuthError> {
+async fn auth_server_metadata(
+    http: &AuthHttp,
+    issuer: &str,
+    check_issuer: bool,
+) -> Result<Option<(Url, AuthServerMetadata)>, AuthError> {
     let issuer_url = secure_url(issuer)?;
     for candidate in auth_server_metadata_urls(&issuer_url) {
         let url = parse(&candidate)?;
@@ -219,7 +225,7 @@ async fn auth_server_metadata(http: &AuthHttp, issuer: &str) -> Result<Option<(U
             let metadata: AuthServerMetadata = from_value(&url, value)?;
             // RFC 8414 §3.3: the document must be about the issuer it was looked up for. One
             // trailing slash is forgiven: URL parsers add it to a bare origin.
-            if metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+            if check_issuer && metadata.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
                 return Err(AuthError::IssuerMismatch { expected: issuer.to_owned(), got: shown(&metadata.issuer) });
             }
             return Ok(Some((url, metadata)));

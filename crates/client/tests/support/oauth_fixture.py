@@ -27,6 +27,7 @@ Options (one JSON object as argv[1], every key optional):
   expires_in       access token lifetime in seconds (default 3600)
   metadata_issuer  the `issuer` the AS metadata claims (default: the real one)
   redirect_prm     the PRM URL redirects to the same server under another host name
+  legacy_metadata  with legacy: RFC 8414 metadata at the origin, naming issuer BASE/oauth
   prm_raw          serve this text (as text/html) instead of the PRM
   prm_huge         serve a PRM of this many bytes
 
@@ -61,6 +62,8 @@ def resource():
 
 
 def issuer():
+    if opts.get("legacy") and opts.get("legacy_metadata"):
+        return BASE + "/oauth"
     return BASE + (opts.get("issuer_path") or "")
 
 
@@ -152,6 +155,8 @@ class Handler(BaseHTTPRequestHandler):
                                    else "/.well-known/oauth-protected-resource"):
             return self.send(200, prm())
         ip = opts.get("issuer_path") or ""
+        if legacy and opts.get("legacy_metadata") and path == "/.well-known/oauth-authorization-server":
+            return self.send(200, as_metadata())
         if not legacy and not opts.get("openid") and path == "/.well-known/oauth-authorization-server" + ip:
             return self.send(200, as_metadata())
         if not legacy and opts.get("openid") and path == "/.well-known/openid-configuration" + ip:
