@@ -287,3 +287,24 @@ async fn a_2025_03_26_server_with_metadata_at_its_origin_uses_it_whatever_issuer
     assert_eq!(signed.discovery.issuer(), format!("{}/oauth", server.base));
     assert_eq!(server.call("/mcp", Some(&access(&signed.stored))).await.0, 200);
 }
+
+#[tokio::test]
+async fn a_client_id_metadata_document_is_the_client_where_the_server_takes_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let doc = "https://taskdeck.example/oauth/client.json";
+    let server = AuthServer::start(json!({"cimd": doc})).await;
+    let client = ClientConfig { metadata_document: Some(doc.into()), ..ClientConfig::default() };
+    let options = browser_options(client, &dir.path().join("b.log"), "");
+    let signed = sign_in_from_401(&server, None, &options).await.expect("signed in");
+    assert_eq!(signed.stored.client.client_id, doc);
+    assert_eq!(signed.stored.client.origin, ClientOrigin::MetadataDocument);
+    assert!(!server.paths().await.iter().any(|p| p == "/register"), "no registration");
+    assert_eq!(server.call("/mcp", Some(&access(&signed.stored))).await.0, 200);
+
+    // A server that does not say it takes them gets a registration instead.
+    let server = AuthServer::start(json!({})).await;
+    let client = ClientConfig { metadata_document: Some(doc.into()), ..ClientConfig::default() };
+    let options = browser_options(client, &dir.path().join("c.log"), "");
+    let signed = sign_in_from_401(&server, None, &options).await.expect("signed in");
+    assert_eq!(signed.stored.client.origin, ClientOrigin::Dynamic);
+}

@@ -1,11 +1,13 @@
 //! Which OAuth client Taskdeck is at an authorization server, in the spec's order: the one the
-//! config names (pre-registered), one registered before at the same issuer, or a new dynamic
-//! registration (RFC 7591).
+//! config names (pre-registered), a Client ID Metadata Document, one registered before at the
+//! same issuer, or a new dynamic registration (RFC 7591).
 //!
-//! Client ID Metadata Documents are not used: they need Taskdeck to serve its client document
-//! at an https URL of its own that every authorization server can fetch, and a desktop app
-//! running on the user's machine has no such URL. Servers that offer CIMD and nothing else need
-//! a pre-registered `clientId` in the config until the project hosts such a document.
+//! A Client ID Metadata Document is an https URL the authorization server fetches. The desktop
+//! app cannot serve one itself (it runs on the user's machine, which no authorization server
+//! can reach); it needs a static document the project publishes on a site of its own, listing
+//! the loopback redirect URI. Until there is one, [`ClientConfig::metadata_document`] is unset
+//! and CIMD-only servers need a pre-registered `clientId`; a front end (or the conformance
+//! adapter) that has such a URL sets it.
 
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -25,6 +27,9 @@ pub struct ClientConfig {
     pub scopes: Vec<String>,
     /// The loopback redirect's port, for clients registered with one fixed redirect URI.
     pub redirect_port: Option<u16>,
+    /// The https URL of Taskdeck's Client ID Metadata Document, used as the client id by
+    /// servers that say `client_id_metadata_document_supported`.
+    pub metadata_document: Option<String>,
 }
 
 /// RFC 7591 §2 `token_endpoint_auth_method`.
@@ -61,6 +66,8 @@ impl TokenAuthMethod {
 pub enum ClientOrigin {
     /// From the config.
     Preregistered,
+    /// A Client ID Metadata Document's URL.
+    MetadataDocument,
     /// From RFC 7591 registration, kept with the tokens.
     Dynamic,
 }
@@ -122,10 +129,27 @@ pub fn reusable_client(
             origin: ClientOrigin::Preregistered,
         });
     }
+    if let Some(url) = config.metadata_document.as_deref().filter(|u| is_metadata_document_url(u))
+        && discovery.auth_server.client_id_metadata_document_supported
+    {
+        return Some(RegisteredClient {
+            client_id: url.to_owned(),
+            client_secret: None,
+            auth_method: TokenAuthMethod::None,
+            issuer: discovery.issuer().to_owned(),
+            redirect_uri: None,
+            origin: ClientOrigin::MetadataDocument,
+        });
+    }
     previous
         .filter(|c| c.origin == ClientOrigin::Dynamic && c.issuer == discovery.issuer())
         .filter(|c| c.redirect_uri.as_deref() == Some(redirect_uri))
         .cloned()
+}
+
+/// The draft's rule for a client id URL: https, with a path.
+fn is_metadata_document_url(s: &str) -> bool {
+    reqwest::Url::parse(s).is_ok_and(|u| u.scheme() == "https" && u.path() != "/" && u.fragment().is_none())
 }
 
 /// RFC 7591 registration as a native public client with one loopback redirect URI.

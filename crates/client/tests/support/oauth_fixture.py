@@ -28,6 +28,7 @@ Options (one JSON object as argv[1], every key optional):
   metadata_issuer  the `issuer` the AS metadata claims (default: the real one)
   redirect_prm     the PRM URL redirects to the same server under another host name
   legacy_metadata  with legacy: RFC 8414 metadata at the origin, naming issuer BASE/oauth
+  cimd             a Client ID Metadata Document URL it accepts as a client id (as if fetched)
   prm_raw          serve this text (as text/html) instead of the PRM
   prm_huge         serve a PRM of this many bytes
 
@@ -52,6 +53,9 @@ for cid, c in (opts.get("clients") or {}).items():
     clients[cid] = {"secret": c.get("secret"), "method": c.get("method", "none"),
                     "redirect_uris": c.get("redirect_uris"), "preregistered": True}
 codes = {}
+if opts.get("cimd"):
+    # What fetching the document would give: a public client with loopback redirects.
+    clients[opts["cimd"]] = {"secret": None, "method": "none", "redirect_uris": None, "preregistered": True}
 access_tokens = {}
 refresh_tokens = {}
 BASE = None
@@ -83,6 +87,8 @@ def as_metadata():
         m["registration_endpoint"] = BASE + "/register"
     if opts.get("iss"):
         m["authorization_response_iss_parameter_supported"] = True
+    if opts.get("cimd"):
+        m["client_id_metadata_document_supported"] = True
     return m
 
 
