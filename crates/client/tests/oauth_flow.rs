@@ -64,6 +64,16 @@ async fn the_challenge_scope_is_what_is_asked_for() {
 }
 
 #[tokio::test]
+async fn offline_access_is_asked_for_only_where_the_authorization_server_lists_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = AuthServer::start(json!({"as_scopes": ["mcp:read", "offline_access"]})).await;
+    let options = browser_options(ClientConfig::default(), &dir.path().join("b.log"), "");
+    let signed = sign_in_from_401(&server, None, &options).await.expect("signed in");
+    assert_eq!(signed.stored.requested_scopes, vec!["mcp:read", "offline_access"]);
+    // Without it listed, the first test's sign-in asks for `mcp:read` alone.
+}
+
+#[tokio::test]
 async fn a_2025_03_26_server_signs_in_at_its_default_endpoints() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = AuthServer::start(json!({"legacy": true})).await;

@@ -263,6 +263,14 @@ pub async fn sign_in(
     if let Some(p) = previous {
         scopes = step_up_scopes(&p.requested_scopes, &BearerChallenge { scope: scopes, ..Default::default() });
     }
+    // A refresh token is worth asking for where the authorization server lists the scope that
+    // grants one (2026-07-28 "Refresh Tokens"); never where it does not.
+    let offline = "offline_access";
+    if discovery.auth_server.scopes_supported.as_ref().is_some_and(|s| s.iter().any(|x| x == offline))
+        && !scopes.iter().any(|s| s == offline)
+    {
+        scopes.push(offline.to_owned());
+    }
 
     // The port a dynamic client was registered with is reused, so its redirect URI still matches.
     let port = options.client.redirect_port.or_else(|| previous.and_then(|p| p.client.redirect_port()));

@@ -6,9 +6,9 @@
 //!    reads its `WWW-Authenticate`.
 //! 2. [`discover`] finds the protected resource metadata (RFC 9728) and the authorization
 //!    server's metadata (RFC 8414 / OpenID discovery), and refuses what the spec says to refuse.
-//! 3. [`registration::reusable_client`] picks the client: pre-registered from the config, or one
-//!    registered before with the same issuer; else [`registration::register`] makes a new one
-//!    (RFC 7591).
+//! 3. [`registration::reusable_client`] picks the client: pre-registered from the config, a
+//!    Client ID Metadata Document URL where the server takes one, or one registered before with
+//!    the same issuer; else [`registration::register`] makes a new one (RFC 7591).
 //! 4. [`sign_in`] runs the authorization code flow with PKCE S256, `state`, `resource` (RFC 8707)
 //!    and a loopback redirect listener, opening the browser through a replaceable function.
 //! 5. [`authorization_for`] gives the header for each request, renewing the token through

@@ -28,6 +28,7 @@ Options (one JSON object as argv[1], every key optional):
   metadata_issuer  the `issuer` the AS metadata claims (default: the real one)
   redirect_prm     the PRM URL redirects to the same server under another host name
   legacy_metadata  with legacy: RFC 8414 metadata at the origin, naming issuer BASE/oauth
+  as_scopes        the AS metadata's scopes_supported (default: none)
   cimd             a Client ID Metadata Document URL it accepts as a client id (as if fetched)
   prm_raw          serve this text (as text/html) instead of the PRM
   prm_huge         serve a PRM of this many bytes
@@ -89,6 +90,8 @@ def as_metadata():
         m["authorization_response_iss_parameter_supported"] = True
     if opts.get("cimd"):
         m["client_id_metadata_document_supported"] = True
+    if opts.get("as_scopes"):
+        m["scopes_supported"] = opts["as_scopes"]
     return m
 
 
@@ -226,6 +229,7 @@ class Handler(BaseHTTPRequestHandler):
         allowed = set(opts.get("scopes_supported", ["mcp:read"])) | {opts.get("write_scope", "mcp:write")}
         if opts.get("challenge_scope"):
             allowed |= set(opts["challenge_scope"].split())
+        allowed |= set(opts.get("as_scopes") or [])
         if any(s not in allowed for s in scopes):
             raise Refused("invalid_scope", "unknown scope in %r" % scopes)
         code = secrets.token_urlsafe(24)
