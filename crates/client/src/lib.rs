@@ -12,6 +12,7 @@
 //!
 //! The session holds no policy about *when* to poll or retry: that is the engine's.
 
+pub mod auth;
 mod endpoint;
 mod error;
 mod follow;
