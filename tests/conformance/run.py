@@ -84,12 +84,16 @@ def expected_failures():
     return out
 
 
-def problems(checks, code, log):
+def problems(checks, code, log, client_err):
     bad = []
     for c in checks:
         if c.get("status") in ("FAILURE", "WARNING"):
             why = c.get("errorMessage") or (c.get("details") or {}).get("message") or c.get("description") or ""
             bad.append(f"{c.get('status')} {c.get('id')}: {why}".strip())
+    if code != 0:
+        # What taskdeck-cli said, when it failed: its error lines and the adapter's last word.
+        said = [line for line in client_err.splitlines() if line.startswith(("error:", "[adapter] exit", "[adapter] timed"))]
+        bad += ["client: " + line for line in said[-3:]]
     if code != 0 and not bad:
         tail = [line for line in log.splitlines() if line.strip()][-3:]
         bad = ["client: " + " | ".join(tail)] if tail else ["the suite failed with no check"]
@@ -113,12 +117,15 @@ def attempt(scenario, era, dest):
     checks = []
     # The suite writes DEST/<scenario>-<timestamp>/checks.json; a scenario name may hold a slash.
     found = sorted(dest.glob("**/checks.json"))
+    client_err = ""
     if found:
         try:
             checks = json.loads(found[-1].read_text())
         except ValueError:
             pass
-    return code == 0, checks, problems(checks, code, log)
+        err = found[-1].parent / "stderr.txt"
+        client_err = err.read_text(errors="replace") if err.exists() else ""
+    return code == 0, checks, problems(checks, code, log, client_err)
 
 
 def run_one(label, out_dir):
