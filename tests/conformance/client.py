@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 SERVER = "conformance"
 # Under the suite's own 30 s, so that a hung command is ended here, with its output kept, rather
 # than by the suite killing the shell and leaving taskdeck-cli behind.
+MAX_ENTERS = 50
 STEP_TIMEOUT = float(os.environ.get("TASKDECK_CONFORMANCE_STEP_TIMEOUT", "12"))
 
 
@@ -69,6 +71,53 @@ class Cli:
         return done.stdout
 
 
+    def at_keyboard(self, *args):
+        """Runs a command as a person at a terminal who presses Enter at every prompt: stdin is a
+        pseudo-terminal, so taskdeck-cli asks its questions field by field (on stderr), and an
+        empty reply takes the field's default, or leaves it out when there is none."""
+        cmd = [self.binary, "--config", str(self.config), "--data-dir", str(self.data), *args]
+        log("$ taskdeck-cli " + " ".join(args) + "   (at a terminal, Enter at every prompt)")
+        start = time.monotonic()
+        keyboard, terminal = os.openpty()
+        proc = subprocess.Popen(cmd, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(terminal)
+        out, err, prompts = [], bytearray(), [0]
+
+        def watch_prompts():
+            seen = 0
+            while chunk := proc.stderr.read1(4096):
+                err.extend(chunk)
+                now = err.count(b"  > ")
+                # A required field with no default asks again on Enter: give up after a while
+                # rather than press Enter forever; the step then times out with what it said.
+                for _ in range(now - seen):
+                    if prompts[0] < MAX_ENTERS:
+                        os.write(keyboard, b"\n")
+                        prompts[0] += 1
+                seen = now
+
+        readers = [threading.Thread(target=watch_prompts), threading.Thread(target=lambda: out.append(proc.stdout.read()))]
+        for t in readers:
+            t.start()
+        try:
+            code = proc.wait(timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = None
+        for t in readers:
+            t.join()
+        os.close(keyboard)
+        sys.stdout.write(b"".join(out).decode(errors="replace"))
+        sys.stderr.write(err.decode(errors="replace"))
+        if code is None:
+            log(f"timed out after {STEP_TIMEOUT:.0f}s, having pressed Enter {prompts[0]} times")
+            raise SystemExit(124)
+        log(f"exit {code} after {time.monotonic() - start:.2f}s, having pressed Enter {prompts[0]} times")
+        if code != 0:
+            raise SystemExit(code)
+        return b"".join(out).decode(errors="replace")
+
+
 def tool_names(cli):
     tools = json.loads(cli("tools", SERVER, "--json"))
     return [t.get("name") for t in tools]
@@ -94,9 +143,10 @@ def tools_call(cli):
 
 
 def elicitation_defaults(cli):
-    # Accepting with nothing filled in is "take every default": the client, not the server, must
-    # put the schema's defaults into the content it sends back.
-    call(cli, "test_client_elicitation_defaults", answers=[{}])
+    # The scenario checks that the client, not the server, fills in the schema's defaults. A
+    # person accepts them by pressing Enter at each field of the CLI's form; `--answer JSON`
+    # would send the object exactly as given.
+    cli.at_keyboard("run", SERVER, "test_client_elicitation_defaults", "--json")
 
 
 def sse_retry(cli):
