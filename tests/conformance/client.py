@@ -148,7 +148,7 @@ def elicitation_defaults(cli):
     # would send the object exactly as given.
     # Answered, it ends in about a second; a question that never comes (see run.py, ATTEMPTS)
     # should not hold the attempt for long.
-    cli.at_keyboard("run", SERVER, "test_client_elicitation_defaults", "--json", timeout=min(STEP_TIMEOUT, 6))
+    cli.at_keyboard("run", SERVER, "test_client_elicitation_defaults", "--json", timeout=min(STEP_TIMEOUT, 4))
 
 
 def sse_retry(cli):
