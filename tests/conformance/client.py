@@ -137,9 +137,10 @@ def basic(cli):
 def tools_call(cli):
     if "add_numbers" not in tool_names(cli):
         raise SystemExit("add_numbers is not among the server's tools")
-    out = call(cli, "add_numbers", {"a": 2, "b": 3})
-    if "5" not in out:
-        raise SystemExit("the tool's result does not carry the sum")
+    rec = json.loads(call(cli, "add_numbers", {"a": 2, "b": 3}))
+    texts = [c.get("text", "") for c in ((rec.get("result") or {}).get("content") or []) if isinstance(c, dict)]
+    if rec.get("status") != "completed" or not any("is 5" in t for t in texts):
+        raise SystemExit(f"add_numbers(2, 3) did not come back as 5: {rec.get('status')}, {texts}")
 
 
 def elicitation_defaults(cli):
