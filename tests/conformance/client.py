@@ -7,7 +7,10 @@ Taskdeck config with one remote server at URL into a fresh directory, then runs 
 commands a user would run for what the scenario exercises. It exits 0 only when every command did;
 the suite judges the rest from what reached its server.
 
-TASKDECK_CLI names the binary (default: target/debug/taskdeck-cli of this repository).
+TASKDECK_CLI names the binary (default: target/debug/taskdeck-cli of this repository);
+TASKDECK_CONFORMANCE_ERA, when set, goes into the entry as its "era" (run.py's NAME@legacy runs);
+TASKDECK_CONFORMANCE_STEP_TIMEOUT is each command's time in seconds; TASKDECK_CONFORMANCE_KEEP=DIR
+keeps the config, store and logs in DIR/<scenario>/.
 """
 
 import json
@@ -21,9 +24,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER = "conformance"
+# Enter presses at most, for one command at the keyboard.
+MAX_ENTERS = 50
 # Under the suite's own 30 s, so that a hung command is ended here, with its output kept, rather
 # than by the suite killing the shell and leaving taskdeck-cli behind.
-MAX_ENTERS = 50
 STEP_TIMEOUT = float(os.environ.get("TASKDECK_CONFORMANCE_STEP_TIMEOUT", "12"))
 
 
