@@ -480,20 +480,24 @@ impl Session {
             None => {
                 let params = with_request_meta(json!({}), modern::PROTOCOL_VERSION, &opts.client_info);
                 match self.request_raw(methods::SERVER_DISCOVER, params, Some(opts.probe_timeout)).await {
-                    Ok(result) => {
-                        let discover: DiscoverResult =
-                            serde_json::from_value(result).map_err(|e| ClientError::Handshake {
-                                server: name.clone(),
-                                detail: format!("invalid server/discover result: {e}"),
-                            })?;
-                        if discover.supported_versions.iter().any(|v| v == modern::PROTOCOL_VERSION) {
-                            return Ok(modern_info(discover));
+                    // Only a DiscoverResult (or a modern error, below) marks a modern server: a
+                    // 2025-era server that answers every method it does not know with an empty
+                    // result is a legacy one, as the modern spec's backward-compatibility rules say.
+                    Ok(result) => match serde_json::from_value::<DiscoverResult>(result) {
+                        Err(e) => {
+                            tracing::debug!(server = %name, "server/discover answered without a DiscoverResult ({e}): legacy");
+                            Era::Legacy
                         }
-                        if !discover.supported_versions.iter().any(|v| v == legacy::PROTOCOL_VERSION) {
-                            return Err(no_common_version(&name, &discover.supported_versions));
+                        Ok(discover) => {
+                            if discover.supported_versions.iter().any(|v| v == modern::PROTOCOL_VERSION) {
+                                return Ok(modern_info(discover));
+                            }
+                            if !discover.supported_versions.iter().any(|v| v == legacy::PROTOCOL_VERSION) {
+                                return Err(no_common_version(&name, &discover.supported_versions));
+                            }
+                            Era::Legacy
                         }
-                        Era::Legacy
-                    }
+                    },
                     Err(ClientError::Rpc { error, .. }) if error.code == codes::UNSUPPORTED_PROTOCOL_VERSION => {
                         let supported = error
                             .data

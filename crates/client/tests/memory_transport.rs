@@ -255,3 +255,27 @@ async fn a_failed_handshake_kills_the_transport() {
     assert!(matches!(err, ClientError::Handshake { .. }), "{err}");
     assert!(seen.killed.load(Ordering::SeqCst));
 }
+
+/// A 2025-era server that answers every method it does not know with an empty result (the
+/// conformance suite's servers do) is a legacy server, not a failed handshake.
+#[tokio::test]
+async fn an_empty_answer_to_the_era_probe_means_a_legacy_server() {
+    let (connection, mut peer, _seen) = memory_connection();
+    let server = async move {
+        let probe = peer.next_request().await;
+        assert_eq!(probe["method"], "server/discover");
+        peer.answer(&probe, json!({})).await;
+        let init = peer.next_request().await;
+        assert_eq!(init["method"], "initialize", "the probe's odd answer is followed by initialize");
+        peer.answer(
+            &init,
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "lenient", "version": "1"}}),
+        )
+        .await;
+        peer
+    };
+    let (session, _peer) = tokio::join!(Session::connect_with(connection, opts(), Recorder::new()), server);
+    let session = session.expect("a legacy server behind a lenient probe answer connects");
+    assert_eq!(session.era(), Era::Legacy);
+    assert_eq!(session.info().name.as_deref(), Some("lenient"));
+}
