@@ -94,10 +94,31 @@ async fn the_legacy_session_and_version_ride_on_every_request_with_the_configure
         assert!(r["headers"].get("mcp-method").is_none(), "legacy requests carry no modern headers: {r}");
     }
     assert!(reqs.iter().any(|r| r["method"] == "notifications/initialized"));
-    // The GET stream was opened for what the server sends unasked, with the session.
-    let get = reqs.iter().find(|r| r["verb"] == "GET").expect("the GET stream was opened");
-    assert_eq!(get["headers"]["mcp-session-id"], "sess-1");
-    assert_eq!(get["headers"]["accept"], "text/event-stream");
+    // The GET stream was opened for what the server sends unasked, with the session, and before
+    // anything after `initialized`: a server may ask its own question on it as a call begins.
+    let get = reqs.iter().position(|r| r["verb"] == "GET").expect("the GET stream was opened");
+    assert_eq!(reqs[get]["headers"]["mcp-session-id"], "sess-1");
+    assert_eq!(reqs[get]["headers"]["accept"], "text/event-stream");
+}
+
+/// A server may ask a question of its own on the GET stream as soon as a call begins, and some
+/// drop it when no stream is open yet: nothing after `initialized` goes out before the GET stream
+/// has answered, even when the server is slow to open it.
+#[tokio::test]
+async fn nothing_after_initialized_is_sent_before_the_get_stream_is_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("requests.jsonl");
+    let env = [("FIXTURE_LOG", log.display().to_string()), ("FIXTURE_GET_DELAY_MS", "500".to_owned())];
+    let server = fixture_with("legacy", &env).await;
+    let opts = SessionOptions { probe_timeout: Duration::from_secs(2), ..SessionOptions::default() };
+    let session = Session::open(&Endpoint::Http(server.spec("slow-get")), opts, Recorder::new()).await.unwrap();
+    session.list_tools().await.unwrap();
+    let reqs = requests(&log);
+    let at = |what: &dyn Fn(&Value) -> bool| reqs.iter().position(|r| what(r)).unwrap_or_else(|| panic!("{reqs:#?}"));
+    let initialized = at(&|r| r["method"] == "notifications/initialized");
+    let open = at(&|r| r["verb"] == "GET-open");
+    let list = at(&|r| r["method"] == "tools/list");
+    assert!(initialized < open && open < list, "initialized, the GET stream open, then tools/list: {reqs:#?}");
 }
 
 #[tokio::test]

@@ -79,6 +79,9 @@ const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 const MAX_RETRY: Duration = Duration::from_secs(60);
 /// Reconnections of a request's broken stream that bring nothing before the request fails.
 const RESUME_ATTEMPTS: u32 = 5;
+/// How long the messages after `initialized` wait for the GET stream to open: a server that
+/// holds its headers back until it has an event must not hold the session up for longer.
+const GET_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// Failed attempts in a row at the GET stream before Taskdeck stops opening it.
 const LISTEN_ATTEMPTS: u32 = 8;
 /// The most a JSON-RPC error body of an HTTP error may take.
@@ -560,7 +563,12 @@ async fn write_loop(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Out>) {
                 if one_way(&inner, &m).await && initialized {
                     let start = !std::mem::replace(&mut lock(&inner.state).listening, true);
                     if start {
-                        spawn(&inner, listen(inner.clone()));
+                        // What follows `initialized` waits until the GET stream is open (or
+                        // refused): a server may send a request of its own on that stream as soon
+                        // as a call begins, and some drop it when no stream is open yet.
+                        let (opened, open) = oneshot::channel();
+                        spawn(&inner, listen(inner.clone(), Some(opened)));
+                        let _ = tokio::time::timeout(GET_OPEN_WAIT, open).await;
                     }
                 }
             }
@@ -695,7 +703,7 @@ async fn run_request(inner: &Arc<Inner>, m: &Outgoing, id: &RequestId) {
     }
     if with_session && std::mem::take(&mut lock(&inner.state).resumed) {
         lock(&inner.state).listening = true;
-        spawn(inner, listen(inner.clone()));
+        spawn(inner, listen(inner.clone(), None));
     }
     match content_type(&response).as_deref() {
         Some("text/event-stream") => stream_answer(inner, m, id, method, response).await,
@@ -937,12 +945,17 @@ async fn stream_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str
 /// The legacy GET stream: what the server sends unasked (notifications, its own requests),
 /// kept open for the session's life. A server without one answers 405; one that closes it is
 /// reconnected after its `retry`, from the last event id, backing off while attempts fail.
-async fn listen(inner: Arc<Inner>) {
+async fn listen(inner: Arc<Inner>, mut opened: Option<oneshot::Sender<()>>) {
     let mut decoder = SseDecoder::new(inner.max_frame);
     let mut failures: u32 = 0;
     loop {
         let (request, with_session) = inner.get(decoder.last_event_id());
-        match send(request, Some(HEADERS_TIMEOUT)).await {
+        let sent = send(request, Some(HEADERS_TIMEOUT)).await;
+        // The first answer, whatever it is, is what the write loop waits for.
+        if let Some(opened) = opened.take() {
+            let _ = opened.send(());
+        }
+        match sent {
             Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
                 tracing::debug!(server = %inner.name, "the server offers no GET stream");
                 return;

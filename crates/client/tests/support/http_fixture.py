@@ -21,6 +21,7 @@ scenario = sys.argv[1]
 LOG = os.environ.get("FIXTURE_LOG")
 BIG = int(os.environ.get("FIXTURE_BIG", str(200 * 1024)))
 SESSION = "sess-1"
+GET_DELAY = int(os.environ.get("FIXTURE_GET_DELAY_MS", "0")) / 1000
 log_lock = threading.Lock()
 state = {"polls": {}, "tasks": 0}
 
@@ -108,8 +109,11 @@ class Handler(BaseHTTPRequestHandler):
             self.sse_start()
             return self.event({"jsonrpc": "2.0", "id": state.get("resume_id"),
                                "result": {"content": [{"type": "text", "text": "resumed"}]}}, event_id="p2")
-        # The standalone stream: opened, then held quietly until the client goes.
+        # The standalone stream: opened (after FIXTURE_GET_DELAY_MS, as a slow server would), then
+        # held quietly until the client goes.
+        time.sleep(GET_DELAY)
         self.sse_start()
+        log({"verb": "GET-open"})
         try:
             while True:
                 time.sleep(0.5)
