@@ -114,7 +114,7 @@ async fn nothing_after_initialized_is_sent_before_the_get_stream_is_open() {
     let session = Session::open(&Endpoint::Http(server.spec("slow-get")), opts, Recorder::new()).await.unwrap();
     session.list_tools().await.unwrap();
     let reqs = requests(&log);
-    let at = |what: &dyn Fn(&Value) -> bool| reqs.iter().position(|r| what(r)).unwrap_or_else(|| panic!("{reqs:#?}"));
+    let at = |what: &dyn Fn(&Value) -> bool| reqs.iter().position(what).unwrap_or_else(|| panic!("{reqs:#?}"));
     let initialized = at(&|r| r["method"] == "notifications/initialized");
     let open = at(&|r| r["verb"] == "GET-open");
     let list = at(&|r| r["method"] == "tools/list");
