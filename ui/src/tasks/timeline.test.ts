@@ -80,6 +80,11 @@ describe('the timeline in words', () => {
     expect(JSON.stringify(lines[2]!.values)).not.toContain('"search"');
   });
 
+  it('says the question’s own words, not the status message stored beside it', () => {
+    const q = ev('question', { key: 'k', message: 'Waiting for you to pick the affected service', request: { method: 'elicitation/create', params: { message: 'Which service is affected?', requestedSchema: diagnosisSchema } } }, 1);
+    expect(words([q])).toEqual(['Asked: Which service is affected?']);
+  });
+
   it('says a declined or dismissed question', () => {
     expect(words([formQuestion('q', 1), ev('answer', { key: 'q', response: { action: 'decline' } }, 2)])[1]).toBe('You declined to answer');
     expect(words([formQuestion('q', 1), ev('answer', { key: 'q', response: { action: 'cancel' } }, 2)])[1]).toBe('You dismissed the question');

@@ -60,7 +60,8 @@ const WORDING: Record<EventKind, (e: TaskEvent, ctx: Context) => Said> = {
     const d = data(e);
     const request = isObj(d.request) ? d.request : {};
     const params = request.params;
-    const message = str(d.message) ?? (isObj(params) ? str(params.message) : null);
+    // The question's own words first; the event's `message` is the task's status message then.
+    const message = (isObj(params) ? str(params.message) : null) ?? str(d.message);
     const method = str(request.method) ?? '';
     if (method !== 'elicitation/create') {
       if (method === 'sampling/createMessage') return { text: 'Asked for a reply from a language model, which Taskdeck does not give', tone: 'ask' };
