@@ -18,7 +18,7 @@ function elements(markup: string): { tag: string; attrs: string[] }[] {
   }));
 }
 const TAGS = new Set(['div', 'p', 'h4', 'h5', 'h6', 'ul', 'ol', 'li', 'span', 'pre', 'code', 'blockquote', 'table', 'thead', 'tbody', 'tr', 'th', 'td', 'hr', 'strong', 'em', 'del', 'br', 'button']);
-const ATTRS = new Set(['class', 'data-testid', 'data-md', 'start', 'style', 'type']);
+const ATTRS = new Set(['class', 'data-testid', 'data-md', 'start', 'style', 'type', 'title']);
 
 /** The rendering holds only Taskdeck's own elements, with no address, handler or inline script. */
 function expectInert(markup: string) {
@@ -26,6 +26,8 @@ function expectInert(markup: string) {
   expect(made.filter((e) => !TAGS.has(e.tag)).map((e) => e.tag)).toEqual([]);
   expect(made.flatMap((e) => e.attrs).filter((a) => !ATTRS.has(a))).toEqual([]);
   for (const m of markup.matchAll(/style="([^"]*)"/g)) expect(m[1]).toMatch(/^text-align: (left|center|right);$/);
+  // The one title is Taskdeck's own words; a server's never becomes an attribute.
+  for (const m of markup.matchAll(/title="([^"]*)"/g)) expect(m[1]).toMatch(/^A link in the text/);
 }
 
 describe('when a text is Markdown', () => {
