@@ -34,7 +34,9 @@ test('a result containing <img onerror> and <script> is shown as text and runs n
     const id = await row.getAttribute('data-task-id');
     await row.click();
     const detail = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"]`);
-    const result = await detail.findElement(css('[data-testid="result-text"]'));
+    // The formatted report is inert too (checked below, after re-rendering); first its raw text.
+    await (await detail.findElement(css('[data-testid="result-raw-toggle"]'))).click();
+    const result = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-text"]`, 5000);
 
     // The literal markup is the element's text...
     const text = await result.getText();
@@ -64,7 +66,7 @@ test('a result containing <img onerror> and <script> is shown as text and runs n
     await (await waitFor(driver, '[data-testid="nav-tools"]')).click();
     await (await waitFor(driver, '[data-testid="nav-tasks"]')).click();
     await (await waitFor(driver, `[data-testid="task-row"][data-task-id="${id}"]`)).click();
-    await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-text"]`);
+    await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-markdown"]`);
     await driver.sleep(300);
     assert.deepEqual(await injected(driver), { imgs: 0, scripts: 0, handlers: 0, title: 'Taskdeck' });
     assert.deepEqual(recordedNotifications(notified), [], 'nothing was notified while paused');

@@ -106,7 +106,9 @@ test('after a hard kill mid-task, a new instance finishes the report and asks th
     const done = await waitFor(driver, `[data-testid="task-row"][data-task-id="${reportId}"][data-status="completed"]`, 30000);
     await done.click();
     const detail = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${reportId}"]`);
-    const text = await (await detail.findElement(css('[data-testid="result-text"]'))).getText();
+    await (await detail.findElement(css('[data-testid="result-raw-toggle"]'))).click();
+    const raw = `[data-testid="task-detail"][data-task-id="${reportId}"] [data-testid="result-text"]`;
+    const text = await (await waitFor(driver, raw, 5000)).getText();
     assert.match(text, /# Report: restart report/);
     assert.match(text, /Resumed after a restart from stage/);
 

@@ -62,7 +62,9 @@ test('the empty state runs generate_report through the run form, and the row fin
     const row = await waitFor(driver, '[data-testid="task-row"][data-status="completed"]', 30000);
     const id = await row.getAttribute('data-task-id');
     const detail = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"]`);
-    const result = await detail.findElement(css('[data-testid="result-text"]'));
+    // The report is Markdown: its raw text is one click away (reading.test.mjs covers the formatted view).
+    await (await detail.findElement(css('[data-testid="result-raw-toggle"]'))).click();
+    const result = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-text"]`, 5000);
     // Markup from the server is shown as text, never rendered.
     assert.match(await result.getText(), /# Report: E2E <b>report<\/b>/);
     assert.equal((await detail.findElements(css('[data-testid="task-cancel"]'))).length, 0);

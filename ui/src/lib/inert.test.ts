@@ -21,4 +21,15 @@ describe('UI sources', () => {
     });
     expect(offenders).toEqual([]);
   });
+
+  it('take only tokens from the Markdown parser, never its HTML', () => {
+    const root = join(import.meta.dirname, '..');
+    const offenders = sources(root).filter((file) => {
+      const text = readFileSync(file, 'utf8');
+      const imports = [...text.matchAll(/import\s*\{([^}]*)\}\s*from\s*'marked'/g)].flatMap((m) => m[1]!.split(',').map((n) => n.trim().replace(/^type\s+/, '')));
+      const marked = imports.filter((n) => n !== '' && !['Lexer', 'Token', 'Tokens'].includes(n));
+      return marked.length > 0 || /from\s*'marked'/.test(text.replace(/import\s*(type\s*)?\{[^}]*\}\s*from\s*'marked'/g, ''));
+    });
+    expect(offenders).toEqual([]);
+  });
 });

@@ -43,3 +43,15 @@ class ToolCache {
 }
 
 export const toolCache = new ToolCache();
+
+/**
+ * What the Tools view remembers for the session (its module outlives the view): the search, the
+ * servers folded, and the tools whose description is open.
+ */
+class ToolsUi {
+  query = $state('');
+  folded: Record<string, boolean> = $state({});
+  opened: Record<string, boolean> = $state({});
+}
+
+export const toolsUi = new ToolsUi();
