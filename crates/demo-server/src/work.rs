@@ -166,7 +166,10 @@ async fn generate_report(run: &Run, args: &Map<String, Value>, start: i64) -> Re
             json!({"title": stage, "body": body})
         })
         .collect();
-    let mut text = format!("# Report: {topic}\n");
+    let mut text = format!("# Report: {topic}\n\nWhat it covers:\n\n");
+    for s in &sections {
+        text.push_str(&format!("- {}\n", s["title"].as_str().unwrap_or("")));
+    }
     for s in &sections {
         text.push_str(&format!("\n## {}\n{}\n", s["title"].as_str().unwrap_or(""), s["body"].as_str().unwrap_or("")));
     }

@@ -28,8 +28,8 @@ test('a generate_report result reads as a document with a heading and a list, an
     await muteNotifications(driver);
     await (await waitFor(driver, '[data-testid="empty-run-demo"]')).click();
     const form = await waitFor(driver, '[data-testid="run-form"]');
-    // The demo's report is headings and paragraphs; a topic on several lines puts a list in it too,
-    // and only the JSON side can hold a newline.
+    // A topic on several lines puts a list of its own right under the title, with markup that must
+    // stay text; only the JSON side can hold a newline.
     await form.findElement(css('input[name="topic"]')).sendKeys('x');
     const seconds = await form.findElement(css('input[name="seconds"]'));
     await seconds.clear();
