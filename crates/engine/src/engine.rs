@@ -102,6 +102,11 @@ impl Engine {
         self.hub.gate.store()
     }
 
+    /// The write gate, for the history facade (`crate::history`).
+    pub(crate) fn gate(&self) -> &crate::gate::Gate {
+        &self.hub.gate
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
         self.hub.gate.subscribe()
     }
