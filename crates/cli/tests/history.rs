@@ -118,8 +118,8 @@ fn tasks_filters_pages_and_searches_and_is_unchanged_without_flags() {
     let rest = env.tasks(&["--before", &last[..8]]);
     assert_eq!([ids(&first), ids(&rest)].concat(), ids(&all));
     // A word of a result, of the arguments; quoting a user cannot break.
-    assert_eq!(ids(&env.tasks(&["--search", "lighthouses"])), [lighthouses.clone()]);
-    assert_eq!(ids(&env.tasks(&["--search", "topic=tides"])), [tides.clone()]);
+    assert_eq!(ids(&env.tasks(&["--search", "lighthouses"])), [lighthouses.as_str()]);
+    assert_eq!(ids(&env.tasks(&["--search", "topic=tides"])), [tides.as_str()]);
     assert_eq!(env.tasks(&["--search", "\"Report\" lightho*"]).len(), 1);
     assert!(env.tasks(&["--search", "NEAR( \" AND"]).is_empty());
     let out = env.ok(&["tasks", "--search", "tides"]);
@@ -195,7 +195,7 @@ fn prune_keeps_pinned_and_waiting_tasks_and_says_what_it_removes() {
     assert!(out.stderr.contains("removed 0 tasks"), "{out:?}");
     let out = env.ok(&["prune", "--keep", "1", "--status", "completed", "--json"]);
     let removed: Vec<String> = out.json()["removed"].as_array().unwrap().iter().map(id_of).collect();
-    assert_eq!(removed, [oldest.clone()]);
+    assert_eq!(removed, [oldest.as_str()]);
     env.ok(&["unpin", &pinned]);
     env.ok(&["prune", "--status", "completed"]);
     let left = env.tasks(&[]);

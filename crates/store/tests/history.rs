@@ -120,14 +120,14 @@ fn filters_narrow_pages_and_counts_are_per_status_under_the_other_filters() {
         all(TaskQuery { statuses: vec![TaskStatus::Completed, TaskStatus::InputRequired], ..Default::default() }),
         [done.id.clone(), asked.id.clone()]
     );
-    assert_eq!(all(TaskQuery { server: Some("remote".into()), ..Default::default() }), [other.id.clone()]);
+    assert_eq!(all(TaskQuery { server: Some("remote".into()), ..Default::default() }), [other.id.as_str()]);
     assert_eq!(all(TaskQuery { tool: Some("slow_count".into()), ..Default::default() }).len(), 3);
-    assert_eq!(all(TaskQuery { waiting: true, ..Default::default() }), [asked.id.clone()]);
+    assert_eq!(all(TaskQuery { waiting: true, ..Default::default() }), [asked.id.as_str()]);
     let from = done.created_at;
     assert_eq!(all(TaskQuery { created_from: Some(from), ..Default::default() }).first(), Some(&other.id));
     assert!(!all(TaskQuery { created_until: Some(from), ..Default::default() }).contains(&done.id));
     f.store.set_pinned(&done.id, true).unwrap();
-    assert_eq!(all(TaskQuery { pinned: Some(true), ..Default::default() }), [done.id.clone()]);
+    assert_eq!(all(TaskQuery { pinned: Some(true), ..Default::default() }), [done.id.as_str()]);
 
     let counts = f.store.counts(&TaskQuery::default()).unwrap();
     assert_eq!(
@@ -182,13 +182,13 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
         )
         .unwrap();
 
-    assert_eq!(search(&f.store, "q3"), [report.id.clone()]);
-    assert_eq!(search(&f.store, "report Q3"), [report.id.clone()], "all words, in any column");
-    assert_eq!(search(&f.store, "revenu*"), [report.id.clone()], "a prefix");
-    assert_eq!(search(&f.store, "service=payments"), [payments.id.clone()], "key=value of an argument");
-    assert_eq!(search(&f.store, "antarctica"), [asked.id.clone()], "an answer");
-    assert_eq!(search(&f.store, "Continue"), [asked.id.clone()], "the question");
-    assert_eq!(search(&f.store, "zebediah"), [structured.id.clone()], "structured content");
+    assert_eq!(search(&f.store, "q3"), [report.id.as_str()]);
+    assert_eq!(search(&f.store, "report Q3"), [report.id.as_str()], "all words, in any column");
+    assert_eq!(search(&f.store, "revenu*"), [report.id.as_str()], "a prefix");
+    assert_eq!(search(&f.store, "service=payments"), [payments.id.as_str()], "key=value of an argument");
+    assert_eq!(search(&f.store, "antarctica"), [asked.id.as_str()], "an answer");
+    assert_eq!(search(&f.store, "Continue"), [asked.id.as_str()], "the question");
+    assert_eq!(search(&f.store, "zebediah"), [structured.id.as_str()], "structured content");
     assert!(search(&f.store, "aGVsbG8gd29ybGQ").is_empty(), "base64 data is not text");
     assert_eq!(search(&f.store, "diagnose_incident").len(), 1, "the tool");
     assert!(search(&f.store, "q3 payments").is_empty());
@@ -199,7 +199,7 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
             .apply(&w.id, Update::Status { status: TaskStatus::Working, message: Some(m.into()), server_status: None })
             .unwrap();
     }
-    assert_eq!(search(&f.store, "collecting"), [w.id.clone()]);
+    assert_eq!(search(&f.store, "collecting"), [w.id.as_str()]);
     // Paged like the list.
     let q = TaskQuery { search: Some("demo".into()), ..Default::default() };
     let first = f.store.summaries(&q, &PageRequest { before: None, limit: Some(2) }).unwrap();
@@ -238,8 +238,8 @@ fn what_a_user_types_is_never_fts5_syntax() {
         f.store.summaries(&q, &PageRequest::default()).unwrap_or_else(|e| panic!("{hostile:?}: {e}"));
         f.store.counts(&q).unwrap_or_else(|e| panic!("{hostile:?}: {e}"));
     }
-    assert_eq!(search(&f.store, "\"Q3\""), [t.id.clone()]);
-    assert_eq!(search(&f.store, "NEAR(col:"), [t.id.clone()], "the phrase near col");
+    assert_eq!(search(&f.store, "\"Q3\""), [t.id.as_str()]);
+    assert_eq!(search(&f.store, "NEAR(col:"), [t.id.as_str()], "the phrase near col");
     assert!(search(&f.store, "*").is_empty(), "nothing to look for matches nothing");
     assert_eq!(search(&f.store, "  ").len(), 1, "a blank search is no search");
 }
@@ -296,7 +296,7 @@ fn a_delete_removes_the_task_its_events_and_its_search_row_and_leaves_a_purge_li
     let keep = task_in(&f.store, "keep", TaskStatus::Completed);
     let gone = f.store.create_task(with("generate_report", "demo", "gone", json!({"topic": "secret plans"}))).unwrap();
     complete_with_text(&f.store, &gone.id, "the secret plans");
-    assert_eq!(search(&f.store, "secret"), [gone.id.clone()]);
+    assert_eq!(search(&f.store, "secret"), [gone.id.as_str()]);
 
     let purged = f.store.delete_tasks(std::slice::from_ref(&gone.id), PurgeReason::User).unwrap();
     assert_eq!((purged[0].id.as_str(), purged[0].status), (gone.id.as_str(), TaskStatus::Completed));
@@ -400,14 +400,14 @@ fn retention_keeps_pinned_waiting_and_working_tasks() {
         .unwrap();
 
     let by_age = Retention { older_than: Some(Duration::from_secs(30 * 86_400)), ..Default::default() };
-    assert_eq!(ids(&f.store.prune_candidates(&by_age).unwrap(), |p| &p.id), [old_failed.id.clone()]);
+    assert_eq!(ids(&f.store.prune_candidates(&by_age).unwrap(), |p| &p.id), [old_failed.id.as_str()]);
     let by_count = Retention { keep: Some(2), ..Default::default() };
     assert_eq!(
         ids(&f.store.prune_candidates(&by_count).unwrap(), |p| &p.id),
         [done[1].clone(), done[0].clone(), old_failed.id.clone()]
     );
     let by_status = Retention { statuses: vec![TaskStatus::Failed], ..Default::default() };
-    assert_eq!(ids(&f.store.prune_candidates(&by_status).unwrap(), |p| &p.id), [old_failed.id.clone()]);
+    assert_eq!(ids(&f.store.prune_candidates(&by_status).unwrap(), |p| &p.id), [old_failed.id.as_str()]);
     let live_status = Retention { statuses: vec![TaskStatus::Working], ..Default::default() };
     assert!(f.store.prune_candidates(&live_status).unwrap().is_empty());
     assert!(f.store.prune(&Retention::default()).unwrap().0.is_empty(), "no rule removes nothing");
