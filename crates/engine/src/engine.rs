@@ -102,7 +102,7 @@ impl Engine {
         self.hub.gate.store()
     }
 
-    /// The write gate, for the history facade (`crate::history`).
+    /// The write gate, for the history facade (`history.rs`).
     pub(crate) fn gate(&self) -> &crate::gate::Gate {
         &self.hub.gate
     }
