@@ -334,7 +334,9 @@ impl Store {
 }
 
 /// `current` is the task as this transaction last read or wrote it, when the caller has it. Also
-/// says whether the write changed what is searchable (anything logged: progress is not).
+/// says whether the task's search row is to be rewritten: when it asks, is answered or ends. A
+/// status message alone does not (a server may send thousands, and each rewrite adds to the
+/// index); the messages are indexed, all of them, at the task's next question, answer or end.
 fn apply_in(conn: &Connection, id: &str, update: &Update, current: Option<TaskRecord>) -> Result<(TaskRecord, bool)> {
     let current = match current {
         Some(r) => r,
@@ -342,7 +344,8 @@ fn apply_in(conn: &Connection, id: &str, update: &Update, current: Option<TaskRe
     };
     let plan = state::plan(&current, update)?;
     write(conn, &current, update, &plan, &time::format(&time::now()))?;
-    Ok((load(conn, id)?, plan.event.is_some()))
+    let searchable = matches!(&plan.event, Some((kind, _)) if *kind != EventKind::Status);
+    Ok((load(conn, id)?, searchable))
 }
 
 /// Writes an accepted plan: the row, then its event, on the caller's transaction.

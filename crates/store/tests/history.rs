@@ -192,14 +192,18 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
     assert!(search(&f.store, "aGVsbG8gd29ybGQ").is_empty(), "base64 data is not text");
     assert_eq!(search(&f.store, "diagnose_incident").len(), 1, "the tool");
     assert!(search(&f.store, "q3 payments").is_empty());
-    // Status messages, also ones the task no longer shows.
+    // Status messages, also ones the task no longer shows: indexed when the task next asks, is
+    // answered or ends, not with every message.
     let w = f.store.create_task(new_task("w")).unwrap();
     for m in ["collecting sources", "drafting"] {
         f.store
             .apply(&w.id, Update::Status { status: TaskStatus::Working, message: Some(m.into()), server_status: None })
             .unwrap();
     }
+    assert!(search(&f.store, "collecting").is_empty());
+    f.store.apply(&w.id, Update::Cancelled { reason: Some("stopped by hand".into()), server_status: None }).unwrap();
     assert_eq!(search(&f.store, "collecting"), [w.id.as_str()]);
+    assert_eq!(search(&f.store, "stopped hand"), [w.id.as_str()], "the cancel's reason");
     // Paged like the list.
     let q = TaskQuery { search: Some("demo".into()), ..Default::default() };
     let first = f.store.summaries(&q, &PageRequest { before: None, limit: Some(2) }).unwrap();

@@ -7,8 +7,9 @@
 -- INTEGER PRIMARY KEY, which, unlike the rowid of `tasks`, no VACUUM renumbers.
 --
 -- What is searchable is defined once, by the view `task_search_source`: the store refreshes a
--- task's row from it in the transaction that changes the task, and this migration builds the
--- index of an existing store from it. Text comes out of JSON as `key value` pairs of every scalar
+-- task's row from it in the transaction that creates the task, records its question or answer, or
+-- ends it (status messages are indexed then, all of them), and this migration builds the index of
+-- an existing store from it. Text comes out of JSON as `key value` pairs of every scalar
 -- (so `service=payments` finds `{"service": "payments"}`); in a result only the text, URIs, names,
 -- titles and descriptions of its content blocks (never base64 data) and the structured content. A
 -- cell that is not valid JSON adds nothing rather than failing the write. Each column is bounded
