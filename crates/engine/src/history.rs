@@ -9,8 +9,8 @@ use serde_json::Value;
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::types::CallToolResult;
 use taskdeck_store::{
-    Attempt, PageRequest, PurgeReason, Purged, Retention, Space, Store, StoreError, TaskEvent, TaskQuery, TaskRecord,
-    TaskSummary,
+    Attempt, Page, PageRequest, PurgeLine, PurgeReason, Purged, Retention, Space, StatusCounts, Store, StoreError,
+    TaskEvent, TaskQuery, TaskRecord, TaskSummary,
 };
 
 use crate::engine::Engine;
@@ -77,6 +77,21 @@ impl Engine {
     /// it. Working and waiting tasks are never touched. `dry_run` removes nothing.
     pub fn prune(&self, rule: &Retention, dry_run: bool) -> Result<PruneReport> {
         prune(self.store(), rule, dry_run, |rule| self.gate().prune(rule))
+    }
+
+    /// A page of the task list, newest first (see `Store::summaries`).
+    pub fn summaries(&self, query: &TaskQuery, page: &PageRequest) -> Result<Page<TaskSummary>> {
+        Ok(self.store().summaries(query, page)?)
+    }
+
+    /// Tasks per status under the query, its statuses aside (see `Store::counts`).
+    pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
+        Ok(self.store().counts(query)?)
+    }
+
+    /// The purge log after line `after`, oldest first.
+    pub fn purge_log(&self, after: i64, limit: usize) -> Result<Vec<PurgeLine>> {
+        Ok(self.store().purge_log(after, limit)?)
     }
 
     /// Pins a task (retention keeps it) or unpins it.
