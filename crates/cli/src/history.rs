@@ -18,7 +18,7 @@ pub fn retention(
     keep: Option<usize>,
     statuses: Vec<TaskStatus>,
 ) -> Result<Retention> {
-    let rule = Retention { older_than, keep, statuses };
+    let rule = Retention { older_than, keep, statuses, max_bytes: None };
     if rule.is_empty() {
         return Err(CliError::usage("say what to prune: --older-than, --keep or --status"));
     }

@@ -434,6 +434,11 @@ pub struct Retention {
     pub older_than: Option<std::time::Duration>,
     /// Beyond the newest N (in list order) of the candidates.
     pub keep: Option<usize>,
+    /// Beyond the newest candidates whose stored data (arguments, result, question, answer and
+    /// events, in bytes) adds up to this much: a budget for the store's size, kept by removing the
+    /// oldest finished tasks first. Live and pinned tasks are not counted, as they are never
+    /// removed.
+    pub max_bytes: Option<u64>,
     /// Only tasks with these statuses (all terminal); empty means every finished status.
     pub statuses: Vec<TaskStatus>,
 }
@@ -442,7 +447,7 @@ impl Retention {
     /// Whether the rule names anything to remove: with no rule at all nothing is, rather than
     /// everything.
     pub fn is_empty(&self) -> bool {
-        self.older_than.is_none() && self.keep.is_none() && self.statuses.is_empty()
+        self.older_than.is_none() && self.keep.is_none() && self.max_bytes.is_none() && self.statuses.is_empty()
     }
 }
 
@@ -456,6 +461,12 @@ pub struct Space {
     pub bytes_before: u64,
     pub bytes_after: u64,
 }
+
+/// What a task holds in the file, in bytes, for [`Retention::max_bytes`]: its JSON cells and its
+/// events' data (`octet_length` reads a cell's size without decoding it).
+const TASK_BYTES: &str = "(octet_length(t.arguments) + coalesce(octet_length(t.result), 0) \
+     + coalesce(octet_length(t.question), 0) + coalesce(octet_length(t.answer), 0) \
+     + (SELECT coalesce(sum(octet_length(e.data)), 0) FROM task_events AS e WHERE e.task_id = t.id))";
 
 /// Tasks removed per transaction in a retention pass, so that a long pass never holds the writer
 /// for long: the engine's own writes go in between.
@@ -657,6 +668,16 @@ fn candidates(conn: &Connection, rule: &Retention) -> Result<Vec<Purged>> {
         breaks.push(format!(
             "t.rowid NOT IN (SELECT t.rowid FROM tasks AS t WHERE {eligible} \
              ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{})",
+            params.len()
+        ));
+    }
+    if let Some(max) = rule.max_bytes {
+        params.push(SqlValue::Integer(max.min(i64::MAX as u64) as i64));
+        breaks.push(format!(
+            "t.rowid IN (SELECT kept.rowid FROM (
+                 SELECT t.rowid AS rowid, sum({TASK_BYTES}) OVER (ORDER BY t.created_at DESC, t.rowid DESC) AS running
+                 FROM tasks AS t WHERE {eligible}) AS kept
+             WHERE kept.running > ?{})",
             params.len()
         ));
     }

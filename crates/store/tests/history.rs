@@ -424,6 +424,31 @@ fn retention_keeps_pinned_waiting_and_working_tasks() {
 }
 
 #[test]
+fn a_size_budget_removes_the_oldest_finished_tasks_first() {
+    let f = fixture();
+    let big = "x".repeat(100_000);
+    let made: Vec<String> = (0..5)
+        .map(|i| {
+            let t = f.store.create_task(new_task(&format!("b{i}"))).unwrap();
+            complete_with_text(&f.store, &t.id, &big);
+            t.id
+        })
+        .collect();
+    let live = f.store.create_task(new_task("live")).unwrap();
+    let rule = Retention { max_bytes: Some(250_000), ..Default::default() };
+    // The newest two fit in 250 kB; the three before them go, oldest last in the list.
+    assert_eq!(
+        ids(&f.store.prune_candidates(&rule).unwrap(), |p| &p.id),
+        [made[2].clone(), made[1].clone(), made[0].clone()]
+    );
+    f.store.prune(&rule).unwrap();
+    assert_eq!(
+        ids(&f.store.list(&Default::default()).unwrap(), |t| &t.id),
+        [live.id.clone(), made[4].clone(), made[3].clone()]
+    );
+}
+
+#[test]
 fn a_new_store_gives_pruned_space_back_to_the_file_system() {
     let f = fixture();
     let mode: i64 = raw(&f.path).query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).unwrap();
