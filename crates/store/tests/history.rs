@@ -213,6 +213,17 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
 }
 
 #[test]
+fn what_is_indexed_of_a_task_is_bounded() {
+    let f = fixture();
+    let t = f.store.create_task(new_task("big")).unwrap();
+    // Past the result's 196,608 characters, nothing more is indexed.
+    let text = format!("openingword {} closingword", "filler ".repeat(40_000));
+    complete_with_text(&f.store, &t.id, &text);
+    assert_eq!(search(&f.store, "openingword"), [t.id.as_str()]);
+    assert!(search(&f.store, "closingword").is_empty());
+}
+
+#[test]
 fn what_a_user_types_is_never_fts5_syntax() {
     let f = fixture();
     let t = f.store.create_task(with("t", "demo", "k", json!({"note": "AND the \"Q3\" NEAR(col: x) ^start"}))).unwrap();
