@@ -55,9 +55,67 @@ pub enum Command {
     Tasks {
         #[arg(long, value_name = "STATUS", value_parser = parse_status)]
         status: Option<TaskStatus>,
+        #[arg(long, value_name = "SERVER")]
+        server: Option<String>,
+        #[arg(long, value_name = "TOOL")]
+        tool: Option<String>,
+        /// Only tasks whose tool, server, messages, arguments, result, questions or answers hold
+        /// every word (`word*` matches a prefix).
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        /// At most N tasks (default: all).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Only tasks older than this one (the last of the previous page).
+        #[arg(long, value_name = "TASK")]
+        before: Option<String>,
         #[arg(long)]
         json: bool,
     },
+    /// Deletes finished tasks with their history; a purge log keeps that they were removed.
+    Delete {
+        /// Task ids or unique prefixes.
+        #[arg(required = true, value_name = "TASK")]
+        tasks: Vec<String>,
+        /// Cancel a task that has not ended, then delete it.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Removes finished, unpinned tasks by age, count or status (working and waiting tasks are
+    /// never removed), then gives the space back.
+    Prune {
+        /// Finished longer ago than this: `90s`, `45m`, `12h`, `30d`, `2w`.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        older_than: Option<std::time::Duration>,
+        /// Keep the newest N finished tasks, remove the rest.
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Only tasks with this status (completed, failed or cancelled; repeatable).
+        #[arg(long, value_name = "STATUS", value_parser = parse_finished_status)]
+        status: Vec<TaskStatus>,
+        /// Say what would be removed, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Writes tasks as JSON Lines (whole records with events), CSV (a row per task) or a Markdown
+    /// report.
+    Export {
+        #[arg(long, value_name = "FORMAT", default_value = "jsonl", value_parser = ["jsonl", "csv", "md"])]
+        format: String,
+        #[arg(long, value_name = "TEXT")]
+        search: Option<String>,
+        #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+        status: Option<TaskStatus>,
+        /// Write here (private to you, replaced whole) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Pins a task: retention never removes it.
+    Pin { task: String },
+    /// Unpins a task.
+    Unpin { task: String },
     /// One task, with its event history.
     Show {
         /// The task id or a unique prefix of it.
@@ -105,4 +163,29 @@ pub enum Command {
 
 fn parse_status(s: &str) -> Result<TaskStatus, String> {
     s.parse()
+}
+
+fn parse_finished_status(s: &str) -> Result<TaskStatus, String> {
+    let status: TaskStatus = s.parse()?;
+    if !status.is_terminal() {
+        return Err(format!("{status} tasks are never pruned (completed, failed or cancelled)"));
+    }
+    Ok(status)
+}
+
+/// `90s`, `45m`, `12h`, `30d`, `2w`: a whole number and its unit.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number.parse().map_err(|_| format!("{s:?}: expected a number and a unit, like 30d"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3_600,
+        "d" => 86_400,
+        "w" => 604_800,
+        _ => return Err(format!("{s:?}: the unit is s, m, h, d or w")),
+    };
+    n.checked_mul(seconds).map(std::time::Duration::from_secs).ok_or_else(|| format!("{s:?}: too long"))
 }

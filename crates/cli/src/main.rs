@@ -8,6 +8,7 @@ mod bench;
 mod error;
 mod follow;
 mod form;
+mod history;
 mod output;
 mod terminal;
 
@@ -17,7 +18,9 @@ use std::process::ExitCode;
 use clap::Parser;
 use serde_json::{Map, Value};
 use taskdeck_engine::config::{Config, Paths};
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, ListFilter, ServerPhase, TaskRecord};
+use taskdeck_engine::{
+    AnswerInput, Engine, EngineOptions, PageRequest, PruneReport, ServerPhase, TaskQuery, TaskRecord,
+};
 use taskdeck_store::{Store, StoreError};
 
 use crate::args::{Cli, Command};
@@ -99,9 +102,25 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         invocation.push_str(&format!(" --data-dir {}", shell_word(&paths.data_dir.display().to_string())));
     }
     match cli.command {
-        Command::Tasks { status, json } => {
+        Command::Tasks { status, server, tool, search, limit, before, json } => {
             let tasks = match read_store(&paths)? {
-                Some(store) => store.list(&ListFilter { status, ..Default::default() })?,
+                Some(store) => {
+                    let before = match before {
+                        Some(b) => Some(store.resolve_prefix(&b).map_err(not_found)?.id),
+                        None => None,
+                    };
+                    let query = TaskQuery {
+                        statuses: status.into_iter().collect(),
+                        server,
+                        tool,
+                        search,
+                        ..Default::default()
+                    };
+                    store.records(&query, &PageRequest { before, limit })?.items
+                }
+                None if before.is_some() => {
+                    return Err(CliError::runtime(format!("no task with id {}", before.unwrap_or_default())));
+                }
                 None => Vec::new(),
             };
             if json {
@@ -124,7 +143,23 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             }
             Ok(EXIT_COMPLETED)
         }
+        Command::Export { format, search, status, output } => {
+            history::export(&paths, &format, search, status, output.as_deref())
+        }
+        Command::Prune { older_than, keep, status, dry_run: true, json } => {
+            let rule = history::retention(older_than, keep, status)?;
+            let report = match read_store(&paths)? {
+                Some(store) => taskdeck_engine::history::prune_dry_run(&store, &rule)?,
+                None => PruneReport { dry_run: true, removed: Vec::new(), space: Default::default() },
+            };
+            history::print_prune(&report, json);
+            Ok(EXIT_COMPLETED)
+        }
         command => {
+            if let Command::Prune { older_than, keep, status, .. } = &command {
+                // No rule is a mistake, not "remove everything".
+                history::retention(*older_than, *keep, status.clone())?;
+            }
             // Usage errors in the command line come before the lock: a typo must not wait on
             // another Taskdeck or start servers.
             let prepared = Prepared::of(&command)?;
@@ -295,13 +330,46 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             }
             Ok(if report.failed == 0 { EXIT_COMPLETED } else { EXIT_FAILED })
         }
-        Command::Tasks { .. } | Command::Show { .. } => unreachable!("handled without the engine"),
+        Command::Delete { tasks, force } => {
+            let mut ids = Vec::with_capacity(tasks.len());
+            for t in &tasks {
+                let id = engine.get(t).map_err(not_found_engine)?.id;
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            for p in engine.delete(&ids, force).await? {
+                println!("task {} deleted", p.id);
+            }
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Prune { older_than, keep, status, json, .. } => {
+            let rule = history::retention(older_than, keep, status)?;
+            let report = engine.prune(&rule, false)?;
+            history::print_prune(&report, json);
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Pin { task } => {
+            let id = engine.get(&task).map_err(not_found_engine)?.id;
+            engine.pin(&id, true)?;
+            println!("task {id} pinned");
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Unpin { task } => {
+            let id = engine.get(&task).map_err(not_found_engine)?.id;
+            engine.pin(&id, false)?;
+            println!("task {id} unpinned");
+            Ok(EXIT_COMPLETED)
+        }
+        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } => {
+            unreachable!("handled without the engine")
+        }
     }
 }
 
 /// The store for reading only, without the engine's lock; `None` when nothing was ever stored, so
 /// looking does not create a data directory.
-fn read_store(paths: &Paths) -> Result<Option<Store>> {
+pub(crate) fn read_store(paths: &Paths) -> Result<Option<Store>> {
     let file = paths.store_file();
     if !file.exists() {
         return Ok(None);

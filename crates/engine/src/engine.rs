@@ -110,6 +110,11 @@ impl Engine {
         self.hub.gate.store()
     }
 
+    /// The write gate, for the history facade (`history.rs`).
+    pub(crate) fn gate(&self) -> &crate::gate::Gate {
+        &self.hub.gate
+    }
+
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
         self.hub.gate.subscribe()
     }

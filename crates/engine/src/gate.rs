@@ -325,6 +325,38 @@ impl Gate {
         self.write_batch(updates);
     }
 
+    /// Deletes finished tasks (see `Store::delete_tasks`); what waited for their flush goes with
+    /// them, so no write is tried for a task that is gone.
+    pub fn delete(&self, ids: &[String], why: taskdeck_store::PurgeReason) -> Result<Vec<taskdeck_store::Purged>> {
+        let _writing = lock(&self.writing);
+        let purged = self.store.delete_tasks(ids, why)?;
+        self.forget(&purged);
+        Ok(purged)
+    }
+
+    /// Applies a retention rule (see `Store::prune`).
+    pub fn prune(
+        &self,
+        rule: &taskdeck_store::Retention,
+    ) -> Result<(Vec<taskdeck_store::Purged>, taskdeck_store::Space)> {
+        let _writing = lock(&self.writing);
+        let (purged, space) = self.store.prune(rule)?;
+        self.forget(&purged);
+        Ok((purged, space))
+    }
+
+    pub fn set_pinned(&self, id: &str, pinned: bool) -> Result<taskdeck_store::TaskSummary> {
+        Ok(self.store.set_pinned(id, pinned)?)
+    }
+
+    fn forget(&self, purged: &[taskdeck_store::Purged]) {
+        let mut deferred = lock(&self.deferred);
+        for p in purged {
+            deferred.messages.remove(&p.id);
+            deferred.progress.remove(&p.id);
+        }
+    }
+
     /// Subscribes to one task's publishes.
     pub fn watch(&self, id: &str) -> TaskWatch {
         let rx = lock(&self.watched).entry(id.to_owned()).or_insert_with(|| watch::channel(None).0).subscribe();

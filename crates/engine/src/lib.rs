@@ -22,6 +22,7 @@ mod engine;
 mod error;
 mod event;
 mod gate;
+pub mod history;
 mod hub;
 mod live;
 pub mod lock;
@@ -34,7 +35,11 @@ mod validate;
 pub use config::{ServerConfig, ServerSettings, UnreadableEntry};
 pub use engine::{AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, ToolInfo, is_waiting_for_answer};
 pub use error::{EngineError, ErrorCode, Result, StoreFault};
+pub use history::{ExportFormat, PruneReport};
 pub use supervisor::{LogLine, ServerPhase, ServerStatus};
 /// What [`ServerConfig::endpoint`] is made of, so that a front end needs no client crate to read it.
 pub use taskdeck_client::{Endpoint, HttpSpec, ServerSpec};
-pub use taskdeck_store::{FailureReason, ListFilter, Mode, TaskError, TaskEvent, TaskRecord};
+pub use taskdeck_store::{
+    FailureReason, ListFilter, Mode, Page, PageRequest, PurgeLine, PurgeReason, Purged, Retention, StatusCounts,
+    TaskError, TaskEvent, TaskQuery, TaskRecord, TaskSummary,
+};

@@ -6,9 +6,11 @@
 //! the CLI and the UI read while the engine writes; and a file that is not ours is never touched.
 
 mod error;
+mod history;
 mod migrations;
 mod open;
 pub mod private_fs;
+mod search;
 mod sessions;
 pub mod state;
 mod store;
@@ -16,6 +18,10 @@ mod task;
 mod time;
 
 pub use error::{Result, StoreError};
+pub use history::{
+    Page, PageRequest, PurgeLine, PurgeReason, Purged, QuestionBrief, Retention, SUMMARY_MESSAGE_CHARS, Space,
+    StatusCounts, TaskQuery, TaskSummary,
+};
 pub use open::APPLICATION_ID;
 pub use sessions::HttpSession;
 pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_status};

@@ -9,6 +9,9 @@ const LIST: &[M<'static>] = &[
     M::up(include_str!("migrations/20261201110000_event_cap.sql")),
     M::up(include_str!("migrations/20261201130000_dropped_marker_moves.sql")),
     M::up(include_str!("migrations/20261201150000_http_sessions.sql")),
+    M::up(include_str!("migrations/20261201150100_task_pages.sql")),
+    M::up(include_str!("migrations/20261201150200_search.sql")),
+    M::up(include_str!("migrations/20261201150300_delete_and_purge_log.sql")),
 ];
 
 pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(LIST);

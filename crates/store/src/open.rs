@@ -31,6 +31,14 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     // Every write transaction takes the write lock up front: a deferred one that read first could
     // fail with SQLITE_BUSY_SNAPSHOT when another process commits, which the busy timeout cannot fix.
     conn.set_transaction_behavior(TransactionBehavior::Immediate);
+    // A new store gives the pages a delete frees back to the file system (a pass of
+    // `incremental_vacuum` after a prune). The mode can only be chosen before the first table; an
+    // older store keeps reusing its free pages, as a full VACUUM (the only way to change it there)
+    // would rewrite the whole file while holding it.
+    let empty: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    if empty == 0 {
+        conn.pragma_update(None, "auto_vacuum", "INCREMENTAL")?;
+    }
     enable_wal(&conn, path)?;
     // With WAL, NORMAL survives any process being killed; only an OS crash or power cut can lose
     // the last commits, and it never corrupts the file.

@@ -63,6 +63,13 @@ pub fn restrict(path: &Path) -> io::Result<()> {
 /// half of it: a private temporary file beside it, synced, then renamed over it. The result is
 /// private whatever the old file's mode was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomic`] for what is written a piece at a time (an export of many tasks): `write` fills
+/// the private temporary file, which replaces `path` only once it returned `Ok` and was synced. On
+/// an error the temporary file is removed and `path` is as it was.
+pub fn write_atomic_with(path: &Path, write: impl FnOnce(&mut std::fs::File) -> io::Result<()>) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -82,7 +89,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             Err(e) => return Err(e),
         }
     };
-    let written = file.write_all(bytes).and_then(|()| file.sync_all());
+    let written = write(&mut file).and_then(|()| file.flush()).and_then(|()| file.sync_all());
     drop(file);
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
         let _ = std::fs::remove_file(&tmp);

@@ -120,6 +120,7 @@ pub enum Attempt {
     Fail,
     Cancel,
     Reclaim,
+    Delete,
 }
 
 impl std::fmt::Display for Attempt {
@@ -134,6 +135,7 @@ impl std::fmt::Display for Attempt {
             Attempt::Fail => "fail",
             Attempt::Cancel => "cancel",
             Attempt::Reclaim => "reclaim",
+            Attempt::Delete => "delete",
         })
     }
 }

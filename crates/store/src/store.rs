@@ -34,6 +34,10 @@ const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, 
      status_message, progress, progress_total, progress_message, question_key, question, answer_key, answer, \
      result, error_code, error_message, error_reason, ttl_ms, poll_interval_ms, created_at, updated_at";
 
+/// [`TASK_COLUMNS`] of `tasks AS t`, for queries that join.
+pub(crate) static TASK_COLUMNS_OF_T: LazyLock<String> =
+    LazyLock::new(|| TASK_COLUMNS.split(", ").map(|c| format!("t.{}", c.trim())).collect::<Vec<_>>().join(", "));
+
 static LOAD_ONE: LazyLock<String> = LazyLock::new(|| format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"));
 
 pub(crate) const LIVE: &str = "status IN ('working', 'input_required')";
@@ -100,6 +104,7 @@ impl Store {
             "server": new.server, "tool": new.tool, "mode": new.mode, "idempotency_key": new.idempotency_key,
         });
         insert_event(&tx, &id, &now, EventKind::Created, None, Some(TaskStatus::Working), &data)?;
+        crate::search::refresh(&tx, &id)?;
         let record = load(&tx, &id)?;
         tx.commit()?;
         Ok(record)
@@ -148,7 +153,10 @@ impl Store {
         let update = state::bounded(update);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let record = apply_in(&tx, id, &update, None)?;
+        let (record, searchable) = apply_in(&tx, id, &update, None)?;
+        if searchable {
+            crate::search::refresh(&tx, id)?;
+        }
         tx.commit()?;
         Ok(record)
     }
@@ -164,10 +172,17 @@ impl Store {
         // A task's updates tend to come together (its messages, then its progress): each one's
         // outcome is the next one's starting point, read back already.
         let mut previous: Option<TaskRecord> = None;
+        // Each task's row in the search index is rewritten once, after its last update here.
+        let mut searchable: Vec<&str> = Vec::new();
         for (i, (id, update)) in updates.iter().enumerate() {
             // A savepoint per item, so an SQL error halfway through one item leaves none of it.
             let sp = tx.savepoint()?;
-            let outcome = apply_in(&sp, id, update, previous.take());
+            let outcome = apply_in(&sp, id, update, previous.take()).map(|(record, changed)| {
+                if changed && !searchable.contains(&id.as_str()) {
+                    searchable.push(id);
+                }
+                record
+            });
             match &outcome {
                 Ok(_) => sp.commit()?,
                 // SQLite may answer a full disk by rolling back the whole transaction, not just the
@@ -182,6 +197,9 @@ impl Store {
                 previous = Some(r.clone());
             }
             results.push(outcome);
+        }
+        for id in searchable {
+            crate::search::refresh(&tx, id)?;
         }
         tx.commit()?;
         Ok(results)
@@ -307,6 +325,7 @@ impl Store {
             };
             let update = Update::Failed { error, server_status: None };
             write(&tx, &current, &update, &plan, &time::format(&now))?;
+            crate::search::refresh(&tx, &id)?;
             reclaimed.push(Reclaimed { id, reason });
         }
         tx.commit()?;
@@ -314,15 +333,19 @@ impl Store {
     }
 }
 
-/// `current` is the task as this transaction last read or wrote it, when the caller has it.
-fn apply_in(conn: &Connection, id: &str, update: &Update, current: Option<TaskRecord>) -> Result<TaskRecord> {
+/// `current` is the task as this transaction last read or wrote it, when the caller has it. Also
+/// says whether the task's search row is to be rewritten: when it asks, is answered or ends. A
+/// status message alone does not (a server may send thousands, and each rewrite adds to the
+/// index); the messages are indexed, all of them, at the task's next question, answer or end.
+fn apply_in(conn: &Connection, id: &str, update: &Update, current: Option<TaskRecord>) -> Result<(TaskRecord, bool)> {
     let current = match current {
         Some(r) => r,
         None => load(conn, id)?,
     };
     let plan = state::plan(&current, update)?;
     write(conn, &current, update, &plan, &time::format(&time::now()))?;
-    load(conn, id)
+    let searchable = matches!(&plan.event, Some((kind, _)) if *kind != EventKind::Status);
+    Ok((load(conn, id)?, searchable))
 }
 
 /// Writes an accepted plan: the row, then its event, on the caller's transaction.
@@ -496,7 +519,7 @@ fn load(conn: &Connection, id: &str) -> Result<TaskRecord> {
 
 /// A row as SQLite holds it. Decoding is separate so a bad value becomes [`StoreError::Corrupt`]
 /// naming the task and column, instead of a bare SQL conversion error or a panic.
-struct RawTask {
+pub(crate) struct RawTask {
     id: String,
     server: String,
     tool: String,
@@ -525,7 +548,7 @@ struct RawTask {
 }
 
 impl RawTask {
-    fn read(r: &Row<'_>) -> rusqlite::Result<RawTask> {
+    pub(crate) fn read(r: &Row<'_>) -> rusqlite::Result<RawTask> {
         Ok(RawTask {
             id: r.get(0)?,
             server: r.get(1)?,
@@ -555,7 +578,11 @@ impl RawTask {
         })
     }
 
-    fn decode(self) -> Result<TaskRecord> {
+    pub(crate) fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    pub(crate) fn decode(self) -> Result<TaskRecord> {
         let id = self.id;
         let corrupt = |column: &'static str, reason: String| StoreError::Corrupt { id: id.clone(), column, reason };
         let json = |column: &'static str, text: &str| -> Result<Value> {

@@ -1,0 +1,703 @@
+//! The store's history side: the task list a page at a time, counts per status, and the filters
+//! both share, all done in SQL. A page reads summaries ([`TaskSummary`]): no arguments, results or
+//! question bodies are decoded, so a page costs the same whatever those hold.
+
+use chrono::{DateTime, Utc};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
+use serde::{Deserialize, Serialize};
+use taskdeck_protocol::{Era, TaskStatus};
+
+use crate::error::{Result, StoreError};
+use crate::store::{RawTask, Store, TASK_COLUMNS_OF_T};
+use crate::task::{FailureReason, Mode, Progress, TaskError, TaskRecord};
+use crate::time;
+
+/// The most characters of a pending question's message a summary carries: a line in a list, not
+/// the question.
+pub const SUMMARY_MESSAGE_CHARS: usize = 1000;
+
+/// Which tasks a page, a count or an export is about. Every field narrows; the default is every
+/// task.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TaskQuery {
+    /// Any of these statuses; empty means any status.
+    pub statuses: Vec<TaskStatus>,
+    pub server: Option<String>,
+    pub tool: Option<String>,
+    /// Created at or after this moment.
+    #[serde(with = "optional_time")]
+    pub created_from: Option<DateTime<Utc>>,
+    /// Created before this moment.
+    #[serde(with = "optional_time")]
+    pub created_until: Option<DateTime<Utc>>,
+    /// Only tasks waiting for the user: `input_required` with its question known.
+    pub waiting: bool,
+    /// Only pinned (`Some(true)`) or only unpinned (`Some(false)`) tasks.
+    pub pinned: Option<bool>,
+    /// Words the task's searchable text must all contain (see [`crate::search`]); `None` or blank
+    /// means no search.
+    pub search: Option<String>,
+}
+
+/// Where a page starts and how long it is. Pages are newest first (by creation, then by insertion
+/// for tasks created in the same millisecond); `before` is the last task of the previous page, so
+/// a task created while someone pages never shifts the pages after the first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PageRequest {
+    pub before: Option<String>,
+    /// `None`: every task after `before`.
+    pub limit: Option<usize>,
+}
+
+/// What the task list shows of a task: the record without its arguments, result and question
+/// body, none of which is read to make it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSummary {
+    pub id: String,
+    pub server: String,
+    pub tool: String,
+    pub mode: Mode,
+    pub era: Option<Era>,
+    pub status: TaskStatus,
+    pub status_message: Option<String>,
+    pub progress: Option<Progress>,
+    pub question: Option<QuestionBrief>,
+    pub error: Option<TaskError>,
+    /// Whether a result is stored (the whole record has it).
+    pub has_result: bool,
+    pub pinned: bool,
+    #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub created_at: DateTime<Utc>,
+    #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A pending question as a list shows it: which one (its key as the store writes it), the first
+/// [`SUMMARY_MESSAGE_CHARS`] characters of its message, and the kind of answer it wants as it was
+/// written (`form`, `url`, …; the whole record decides it afresh).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionBrief {
+    pub key: String,
+    pub message: Option<String>,
+    pub kind: Option<String>,
+}
+
+/// One page, and the cursor of the next one (`None` when this page reached the end).
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_before: Option<String>,
+}
+
+/// Tasks per status under a query (its own `statuses` ignored, so every tab can show its count),
+/// and how many of them wait for the user.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCounts {
+    pub working: u64,
+    pub input_required: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    /// `input_required` with the question known: what "waiting for me" shows.
+    pub waiting: u64,
+    pub total: u64,
+}
+
+const SUMMARY_COLUMNS: &str = "t.id, t.server, t.tool, t.mode, t.era, t.status, t.status_message, t.progress, \
+     t.progress_total, t.progress_message, t.question_key, \
+     CASE WHEN t.question IS NOT NULL AND json_valid(t.question) AND json_type(t.question, '$.message') = 'text' \
+          THEN json_extract(t.question, '$.message') END, \
+     CASE WHEN t.question IS NOT NULL AND json_valid(t.question) AND json_type(t.question, '$.asks.kind') = 'text' \
+          THEN json_extract(t.question, '$.asks.kind') END, \
+     t.error_code, t.error_message, t.error_reason, t.result IS NOT NULL, t.pinned, t.created_at, t.updated_at";
+
+/// A WHERE clause over `tasks AS t` and its parameters, built from a query: user text only ever
+/// reaches SQL as a parameter.
+pub(crate) struct Clause {
+    pub sql: String,
+    pub params: Vec<SqlValue>,
+}
+
+impl Clause {
+    pub(crate) fn of(query: &TaskQuery, with_statuses: bool) -> Result<Option<Clause>> {
+        let mut terms: Vec<String> = Vec::new();
+        let mut params: Vec<SqlValue> = Vec::new();
+        let param = |params: &mut Vec<SqlValue>, v: SqlValue| {
+            params.push(v);
+            format!("?{}", params.len())
+        };
+        if with_statuses && !query.statuses.is_empty() {
+            let list: Vec<String> =
+                query.statuses.iter().map(|s| param(&mut params, SqlValue::Text(s.as_str().to_owned()))).collect();
+            terms.push(format!("t.status IN ({})", list.join(", ")));
+        }
+        if let Some(server) = &query.server {
+            terms.push(format!("t.server = {}", param(&mut params, SqlValue::Text(server.clone()))));
+        }
+        if let Some(tool) = &query.tool {
+            terms.push(format!("t.tool = {}", param(&mut params, SqlValue::Text(tool.clone()))));
+        }
+        if let Some(from) = &query.created_from {
+            terms.push(format!("t.created_at >= {}", param(&mut params, SqlValue::Text(time::format(from)))));
+        }
+        if let Some(until) = &query.created_until {
+            terms.push(format!("t.created_at < {}", param(&mut params, SqlValue::Text(time::format(until)))));
+        }
+        if query.waiting {
+            terms.push("t.status = 'input_required' AND t.question_key IS NOT NULL".to_owned());
+        }
+        if let Some(pinned) = query.pinned {
+            terms.push(format!("t.pinned = {}", i64::from(pinned)));
+        }
+        if let Some(text) = query.search.as_deref().filter(|s| !s.trim().is_empty()) {
+            // Words that cannot match anything match nothing, rather than everything.
+            let Some(fts) = crate::search::fts_query(text) else { return Ok(None) };
+            terms.push(format!(
+                "t.id IN (SELECT r.task_id FROM task_search JOIN task_search_rows AS r ON r.row = task_search.rowid \
+                 WHERE task_search MATCH {})",
+                param(&mut params, SqlValue::Text(fts))
+            ));
+        }
+        let sql = if terms.is_empty() { "1".to_owned() } else { terms.join(" AND ") };
+        Ok(Some(Clause { sql, params }))
+    }
+}
+
+impl Store {
+    /// A page of summaries, newest first.
+    pub fn summaries(&self, query: &TaskQuery, page: &PageRequest) -> Result<Page<TaskSummary>> {
+        let conn = self.conn();
+        let raw = paged(&conn, query, page, SUMMARY_COLUMNS, read_summary, |s| s.id.clone())?;
+        Ok(Page {
+            items: raw.items.into_iter().map(RawSummary::decode).collect::<Result<_>>()?,
+            next_before: raw.next_before,
+        })
+    }
+
+    /// A page of whole records, newest first, by the same rules as [`Store::summaries`]: what the
+    /// CLI's `tasks` prints and exports read.
+    pub fn records(&self, query: &TaskQuery, page: &PageRequest) -> Result<Page<TaskRecord>> {
+        let conn = self.conn();
+        let raw = paged(&conn, query, page, &TASK_COLUMNS_OF_T, RawTask::read, RawTask::id)?;
+        Ok(Page {
+            items: raw.items.into_iter().map(RawTask::decode).collect::<Result<_>>()?,
+            next_before: raw.next_before,
+        })
+    }
+
+    /// Tasks per status under the query (its statuses aside), counted in SQL.
+    pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
+        let conn = self.conn();
+        let mut counts = StatusCounts::default();
+        let Some(clause) = Clause::of(query, false)? else { return Ok(counts) };
+        let sql = format!(
+            "SELECT t.status, count(*), sum(t.question_key IS NOT NULL) FROM tasks AS t WHERE {} GROUP BY t.status",
+            clause.sql
+        );
+        let mut st = conn.prepare(&sql)?;
+        let rows = st.query_map(params_from_iter(clause.params), |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
+        })?;
+        for row in rows {
+            let (status, n, with_question) = row?;
+            let n = n.max(0) as u64;
+            counts.total += n;
+            match status.parse::<TaskStatus>() {
+                Ok(TaskStatus::Working) => counts.working += n,
+                Ok(TaskStatus::InputRequired) => {
+                    counts.input_required += n;
+                    counts.waiting += with_question.unwrap_or(0).max(0) as u64;
+                }
+                Ok(TaskStatus::Completed) => counts.completed += n,
+                Ok(TaskStatus::Failed) => counts.failed += n,
+                Ok(TaskStatus::Cancelled) => counts.cancelled += n,
+                // The column's CHECK allows no other value.
+                Err(_) => {}
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// The keyset of a task: where a page that starts after it begins.
+fn keyset(conn: &Connection, id: &str) -> Result<(String, i64)> {
+    conn.prepare_cached("SELECT created_at, rowid FROM tasks WHERE id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?
+        .ok_or_else(|| StoreError::NotFound { id: id.to_owned() })
+}
+
+fn paged<R>(
+    conn: &Connection,
+    query: &TaskQuery,
+    page: &PageRequest,
+    columns: &str,
+    read: impl Fn(&Row<'_>) -> rusqlite::Result<R>,
+    id_of: impl Fn(&R) -> String,
+) -> Result<Page<R>> {
+    let Some(mut clause) = Clause::of(query, true)? else { return Ok(Page { items: Vec::new(), next_before: None }) };
+    if let Some(before) = &page.before {
+        let (created_at, rowid) = keyset(conn, before)?;
+        clause.params.push(SqlValue::Text(created_at));
+        let c = clause.params.len();
+        clause.params.push(SqlValue::Integer(rowid));
+        let r = clause.params.len();
+        // A range on the index's first column, then the tie-break among the same millisecond.
+        clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
+    }
+    // One more than asked, to know whether there is a next page without a second query.
+    let limit = page.limit.map_or(-1, |l| l.saturating_add(1).min(i64::MAX as usize) as i64);
+    clause.params.push(SqlValue::Integer(limit));
+    let sql = format!(
+        "SELECT {columns} FROM tasks AS t WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
+        clause.sql,
+        clause.params.len()
+    );
+    let mut st = conn.prepare_cached(&sql)?;
+    let mut items: Vec<R> =
+        st.query_map(params_from_iter(clause.params), |r| read(r))?.collect::<rusqlite::Result<_>>()?;
+    let more = page.limit.is_some_and(|l| items.len() > l);
+    if let Some(l) = page.limit {
+        items.truncate(l);
+    }
+    let next_before = if more { items.last().map(&id_of) } else { None };
+    Ok(Page { items, next_before })
+}
+
+/// A summary row as SQLite holds it; decoding is apart so a bad cell is [`StoreError::Corrupt`].
+struct RawSummary {
+    id: String,
+    server: String,
+    tool: String,
+    mode: String,
+    era: Option<String>,
+    status: String,
+    status_message: Option<String>,
+    progress: Option<f64>,
+    progress_total: Option<f64>,
+    progress_message: Option<String>,
+    question_key: Option<String>,
+    question_message: Option<String>,
+    question_kind: Option<String>,
+    error_code: Option<i64>,
+    error_message: Option<String>,
+    error_reason: Option<String>,
+    has_result: bool,
+    pinned: bool,
+    created_at: String,
+    updated_at: String,
+}
+
+fn read_summary(r: &Row<'_>) -> rusqlite::Result<RawSummary> {
+    Ok(RawSummary {
+        id: r.get(0)?,
+        server: r.get(1)?,
+        tool: r.get(2)?,
+        mode: r.get(3)?,
+        era: r.get(4)?,
+        status: r.get(5)?,
+        status_message: r.get(6)?,
+        progress: r.get(7)?,
+        progress_total: r.get(8)?,
+        progress_message: r.get(9)?,
+        question_key: r.get(10)?,
+        question_message: r.get(11)?,
+        question_kind: r.get(12)?,
+        error_code: r.get(13)?,
+        error_message: r.get(14)?,
+        error_reason: r.get(15)?,
+        has_result: r.get(16)?,
+        pinned: r.get(17)?,
+        created_at: r.get(18)?,
+        updated_at: r.get(19)?,
+    })
+}
+
+impl RawSummary {
+    fn decode(self) -> Result<TaskSummary> {
+        let id = self.id;
+        let corrupt = |column: &'static str, reason: String| StoreError::Corrupt { id: id.clone(), column, reason };
+        Ok(TaskSummary {
+            mode: Mode::parse(&self.mode).ok_or_else(|| corrupt("mode", format!("unknown mode {:?}", self.mode)))?,
+            era: self.era.map(|e| e.parse::<Era>().map_err(|e| corrupt("era", e))).transpose()?,
+            status: self.status.parse::<TaskStatus>().map_err(|e| corrupt("status", e))?,
+            progress: self.progress.map(|progress| Progress {
+                progress,
+                total: self.progress_total,
+                message: self.progress_message,
+            }),
+            question: self.question_key.map(|key| QuestionBrief {
+                key,
+                message: self.question_message.map(cut_message),
+                kind: self.question_kind,
+            }),
+            error: self.error_message.map(|message| TaskError {
+                code: self.error_code,
+                message,
+                reason: self.error_reason.map(FailureReason::from),
+            }),
+            created_at: time::parse(&self.created_at).map_err(|e| corrupt("created_at", e.to_string()))?,
+            updated_at: time::parse(&self.updated_at).map_err(|e| corrupt("updated_at", e.to_string()))?,
+            server: self.server,
+            tool: self.tool,
+            status_message: self.status_message,
+            has_result: self.has_result,
+            pinned: self.pinned,
+            id: id.clone(),
+        })
+    }
+}
+
+fn cut_message(m: String) -> String {
+    match m.char_indices().nth(SUMMARY_MESSAGE_CHARS) {
+        Some((end, _)) => format!("{}…", &m[..end]),
+        None => m,
+    }
+}
+
+mod optional_time {
+    use chrono::{DateTime, Utc};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+        match t {
+            Some(t) => crate::time::rfc3339_millis::serialize(t, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+        let s = Option::<String>::deserialize(d)?;
+        s.map(|s| crate::time::parse(&s).map_err(serde::de::Error::custom)).transpose()
+    }
+}
+
+/// Why a task was removed, as the purge log says it.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PurgeReason {
+    /// Someone asked for this task to be deleted.
+    User,
+    /// A retention rule removed it.
+    Policy,
+}
+
+impl PurgeReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PurgeReason::User => "user",
+            PurgeReason::Policy => "policy",
+        }
+    }
+}
+
+/// A task that was removed: what a front end needs to say so and drop it from its list.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Purged {
+    pub id: String,
+    pub tool: String,
+    pub server: String,
+    pub status: TaskStatus,
+}
+
+/// One line of the purge log: that a task was removed, never what it held.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeLine {
+    pub seq: i64,
+    pub task_id: String,
+    pub tool: String,
+    pub server: String,
+    #[serde(with = "time::rfc3339_millis")]
+    #[cfg_attr(feature = "ts", ts(type = "string"))]
+    pub purged_at: DateTime<Utc>,
+    pub why: PurgeReason,
+}
+
+/// Which finished tasks a retention pass removes. A task goes when it breaks any rule given;
+/// pinned tasks and tasks still working or waiting for input are never candidates.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Retention {
+    /// Finished (last updated) longer ago than this.
+    pub older_than: Option<std::time::Duration>,
+    /// Beyond the newest N (in list order) of the candidates.
+    pub keep: Option<usize>,
+    /// Beyond the newest candidates whose stored data (arguments, result, question, answer and
+    /// events, in bytes) adds up to this much: a budget for the store's size, kept by removing the
+    /// oldest finished tasks first. Live and pinned tasks are not counted, as they are never
+    /// removed.
+    pub max_bytes: Option<u64>,
+    /// Only tasks with these statuses (all terminal); empty means every finished status.
+    pub statuses: Vec<TaskStatus>,
+}
+
+impl Retention {
+    /// Whether the rule names anything to remove: with no rule at all nothing is, rather than
+    /// everything.
+    pub fn is_empty(&self) -> bool {
+        self.older_than.is_none() && self.keep.is_none() && self.max_bytes.is_none() && self.statuses.is_empty()
+    }
+}
+
+/// How the store file's size changed when freed pages were given back.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Space {
+    /// Whether the file can give pages back at all (`auto_vacuum = INCREMENTAL`, every store made
+    /// since this version); an older store reuses its free pages instead.
+    pub incremental: bool,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+/// What a task holds in the file, in bytes, for [`Retention::max_bytes`]: its JSON cells and its
+/// events' data (`octet_length` reads a cell's size without decoding it).
+const TASK_BYTES: &str = "(octet_length(t.arguments) + coalesce(octet_length(t.result), 0) \
+     + coalesce(octet_length(t.question), 0) + coalesce(octet_length(t.answer), 0) \
+     + (SELECT coalesce(sum(octet_length(e.data)), 0) FROM task_events AS e WHERE e.task_id = t.id))";
+
+/// Tasks removed per transaction in a retention pass, so that a long pass never holds the writer
+/// for long: the engine's own writes go in between.
+const PURGE_CHUNK: usize = 500;
+
+impl Store {
+    /// One task's summary.
+    pub fn summary(&self, id: &str) -> Result<TaskSummary> {
+        let conn = self.conn();
+        let raw = conn
+            .prepare_cached(&format!("SELECT {SUMMARY_COLUMNS} FROM tasks AS t WHERE t.id = ?1"))?
+            .query_row([id], read_summary)
+            .optional()?;
+        raw.ok_or_else(|| StoreError::NotFound { id: id.to_owned() })?.decode()
+    }
+
+    /// Pins or unpins a task: a pinned task is never removed by retention. Not an event of the
+    /// task's (the server said nothing), and its `updated_at` stays as it was.
+    pub fn set_pinned(&self, id: &str, pinned: bool) -> Result<TaskSummary> {
+        let n = self
+            .conn()
+            .prepare_cached("UPDATE tasks SET pinned = ?2 WHERE id = ?1")?
+            .execute(rusqlite::params![id, pinned])?;
+        if n == 0 {
+            return Err(StoreError::NotFound { id: id.to_owned() });
+        }
+        self.summary(id)
+    }
+
+    /// Deletes the tasks, all or none, in one transaction: each one's row, events and search row,
+    /// with one purge line each. A task still working or waiting for input is refused with its
+    /// real status (the engine cancels it first when asked to force it), and so is the whole
+    /// call.
+    pub fn delete_tasks(&self, ids: &[String], why: PurgeReason) -> Result<Vec<Purged>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let purged = delete_in(&tx, ids, why)?;
+        tx.commit()?;
+        Ok(purged)
+    }
+
+    /// What [`Store::prune`] would remove now, newest first.
+    pub fn prune_candidates(&self, rule: &Retention) -> Result<Vec<Purged>> {
+        let conn = self.conn();
+        candidates(&conn, rule)
+    }
+
+    /// Removes what the rule names, a chunk of tasks per transaction, each with a `policy` purge
+    /// line; then gives the freed pages back to the file system where the file allows it.
+    pub fn prune(&self, rule: &Retention) -> Result<(Vec<Purged>, Space)> {
+        if rule.is_empty() {
+            return Ok((Vec::new(), self.space(false)?));
+        }
+        let all = self.prune_candidates(rule)?;
+        let mut purged = Vec::with_capacity(all.len());
+        for chunk in all.chunks(PURGE_CHUNK) {
+            let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
+            let mut conn = self.conn();
+            let tx = conn.transaction()?;
+            // Looked at again inside the transaction: a task pinned (or changed) since the
+            // candidates were read is left alone.
+            let still: Vec<String> = {
+                let mut st = tx.prepare_cached(
+                    "SELECT id FROM tasks WHERE id = ?1 AND pinned = 0 AND status IN ('completed', 'failed', 'cancelled')",
+                )?;
+                let mut still = Vec::with_capacity(ids.len());
+                for id in &ids {
+                    if let Some(id) = st.query_row([id], |r| r.get::<_, String>(0)).optional()? {
+                        still.push(id);
+                    }
+                }
+                still
+            };
+            purged.extend(delete_in(&tx, &still, PurgeReason::Policy)?);
+            tx.commit()?;
+        }
+        let space = self.space(!purged.is_empty())?;
+        Ok((purged, space))
+    }
+
+    /// Gives free pages back (when `vacuum` and the file allows it) and says how the size
+    /// changed. The WAL is checkpointed so the main file really shrinks; a reader holding an old
+    /// snapshot can delay that to a later checkpoint, which is not an error.
+    pub fn space(&self, vacuum: bool) -> Result<Space> {
+        let size = || std::fs::metadata(self.path()).map(|m| m.len()).unwrap_or(0);
+        let conn = self.conn();
+        let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
+        let incremental = mode == 2;
+        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        let bytes_before = size();
+        if vacuum && incremental {
+            // Each step of the pragma frees pages; it is done only when stepped to the end.
+            let mut st = conn.prepare("PRAGMA incremental_vacuum")?;
+            let mut rows = st.query([])?;
+            while rows.next()?.is_some() {}
+            drop(rows);
+            drop(st);
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+        Ok(Space { incremental, bytes_before, bytes_after: size() })
+    }
+
+    /// The purge log after line `after`, oldest first, at most `limit` lines.
+    pub fn purge_log(&self, after: i64, limit: usize) -> Result<Vec<PurgeLine>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT id, task_id, tool, server, purged_at, why FROM purge_log WHERE id > ?1 ORDER BY id LIMIT ?2",
+        )?;
+        let rows = st.query_map(rusqlite::params![after, limit.min(i64::MAX as usize) as i64], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        rows.map(|row| {
+            let (seq, task_id, tool, server, at, why) = row?;
+            let corrupt = |reason: String| StoreError::Corrupt { id: task_id.clone(), column: "purge_log", reason };
+            Ok(PurgeLine {
+                purged_at: time::parse(&at).map_err(|e| corrupt(e.to_string()))?,
+                why: match why.as_str() {
+                    "user" => PurgeReason::User,
+                    "policy" => PurgeReason::Policy,
+                    other => return Err(corrupt(format!("unknown reason {other:?}"))),
+                },
+                seq,
+                tool,
+                server,
+                task_id: task_id.clone(),
+            })
+        })
+        .collect()
+    }
+}
+
+/// The delete itself, on the caller's transaction. The events' foreign key is deferred to the
+/// commit, so the task's row goes first and its events after it: the log's trigger lets an event
+/// go only once its task is gone (migration `20261201150300_delete_and_purge_log.sql`).
+fn delete_in(tx: &Connection, ids: &[String], why: PurgeReason) -> Result<Vec<Purged>> {
+    tx.execute_batch("PRAGMA defer_foreign_keys = ON;")?;
+    let now = time::format(&time::now());
+    let mut purged = Vec::with_capacity(ids.len());
+    for id in ids {
+        let (tool, server, status): (String, String, String) = tx
+            .prepare_cached("SELECT tool, server, status FROM tasks WHERE id = ?1")?
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound { id: id.clone() })?;
+        let status = status.parse::<TaskStatus>().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            column: "status",
+            reason: e,
+        })?;
+        if !status.is_terminal() {
+            return Err(StoreError::Refused {
+                id: id.clone(),
+                current: status,
+                attempted: crate::state::Attempt::Delete,
+                reason: "a task that has not ended is cancelled before it is deleted".into(),
+            });
+        }
+        tx.prepare_cached("INSERT INTO purge_log (task_id, tool, server, purged_at, why) VALUES (?1, ?2, ?3, ?4, ?5)")?
+            .execute(rusqlite::params![id, tool, server, now, why.as_str()])?;
+        tx.prepare_cached("DELETE FROM tasks WHERE id = ?1")?.execute([id])?;
+        tx.prepare_cached("DELETE FROM task_events WHERE task_id = ?1")?.execute([id])?;
+        crate::search::remove(tx, id)?;
+        purged.push(Purged { id: id.clone(), tool, server, status });
+    }
+    Ok(purged)
+}
+
+fn candidates(conn: &Connection, rule: &Retention) -> Result<Vec<Purged>> {
+    if rule.is_empty() {
+        return Ok(Vec::new());
+    }
+    let statuses: Vec<TaskStatus> = if rule.statuses.is_empty() {
+        vec![TaskStatus::Completed, TaskStatus::Failed, TaskStatus::Cancelled]
+    } else {
+        rule.statuses.iter().copied().filter(|s| s.is_terminal()).collect()
+    };
+    if statuses.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut params: Vec<SqlValue> = statuses.iter().map(|s| SqlValue::Text(s.as_str().to_owned())).collect();
+    let list = (1..=params.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    let eligible = format!("t.pinned = 0 AND t.status IN ({list})");
+    let mut breaks: Vec<String> = Vec::new();
+    if let Some(older) = rule.older_than {
+        let bound = chrono::Duration::from_std(older).unwrap_or(chrono::Duration::MAX);
+        let cutoff = time::now().checked_sub_signed(bound).unwrap_or(DateTime::<Utc>::MIN_UTC);
+        params.push(SqlValue::Text(time::format(&cutoff)));
+        breaks.push(format!("t.updated_at < ?{}", params.len()));
+    }
+    if let Some(keep) = rule.keep {
+        params.push(SqlValue::Integer(keep.min(i64::MAX as usize) as i64));
+        breaks.push(format!(
+            "t.rowid NOT IN (SELECT t.rowid FROM tasks AS t WHERE {eligible} \
+             ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{})",
+            params.len()
+        ));
+    }
+    if let Some(max) = rule.max_bytes {
+        params.push(SqlValue::Integer(max.min(i64::MAX as u64) as i64));
+        breaks.push(format!(
+            "t.rowid IN (SELECT kept.rowid FROM (
+                 SELECT t.rowid AS rowid, sum({TASK_BYTES}) OVER (ORDER BY t.created_at DESC, t.rowid DESC) AS running
+                 FROM tasks AS t WHERE {eligible}) AS kept
+             WHERE kept.running > ?{})",
+            params.len()
+        ));
+    }
+    let breaks = if breaks.is_empty() { "1".to_owned() } else { breaks.join(" OR ") };
+    let sql = format!(
+        "SELECT t.id, t.tool, t.server, t.status FROM tasks AS t WHERE {eligible} AND ({breaks})
+         ORDER BY t.created_at DESC, t.rowid DESC"
+    );
+    let mut st = conn.prepare(&sql)?;
+    let rows = st.query_map(params_from_iter(params), |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+    })?;
+    rows.map(|row| {
+        let (id, tool, server, status) = row?;
+        let status = status.parse::<TaskStatus>().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            column: "status",
+            reason: e,
+        })?;
+        Ok(Purged { id, tool, server, status })
+    })
+    .collect()
+}
