@@ -17,6 +17,20 @@ pub struct Schemas {
 /// Enough for every tool of a large config; past it the cache starts again rather than grow.
 const MAX_SCHEMAS: usize = 512;
 
+/// A server's `pattern` runs on the `regex` crate, whose matching is linear in the input: a
+/// backtracking engine (jsonschema's default) could be stalled by a pattern written to do so. A
+/// pattern only a backtracking engine can run (look-around, back-references) makes the schema one
+/// that cannot be compiled, which validates nothing: the server judges.
+fn compile(schema: &Value) -> Option<Validator> {
+    jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex().size_limit(PATTERN_SIZE_LIMIT))
+        .build(schema)
+        .ok()
+}
+
+/// The most memory one compiled `pattern` may take.
+const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
 impl Schemas {
     /// Validates `value` against `schema`; `Err((path, message))` for the first violation. A schema
     /// that cannot be compiled (a server's mistake, or a remote `$ref`) is not the user's fault and
@@ -27,7 +41,7 @@ impl Schemas {
         let validator = match cached {
             Some(v) => v,
             None => {
-                let v = jsonschema::validator_for(schema).ok().map(Arc::new);
+                let v = compile(schema).map(Arc::new);
                 let mut compiled = self.compiled.lock().unwrap_or_else(|p| p.into_inner());
                 if compiled.len() >= MAX_SCHEMAS {
                     compiled.clear();
@@ -122,6 +136,19 @@ mod tests {
 
     fn check(schema: &Value, value: &Value) -> Result<(), (String, String)> {
         Schemas::default().check(schema, value)
+    }
+
+    #[test]
+    fn a_pattern_is_matched_in_linear_time_and_one_needing_backtracking_is_left_to_the_server() {
+        // Nested alternation over a long near-match: exponential for a backtracking engine.
+        let schema = json!({"type": "string", "pattern": "^(a|aa)+$"});
+        let started = std::time::Instant::now();
+        let input = format!("{}b", "a".repeat(50_000));
+        assert!(check(&schema, &json!(input)).is_err(), "no match");
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+        assert_eq!(check(&schema, &json!("aaa")), Ok(()));
+        let backref = json!({"type": "string", "pattern": "^(a+)\\1$", "maxLength": 3});
+        assert_eq!(check(&backref, &json!("anything")), Ok(()), "a schema that cannot be compiled validates nothing");
     }
 
     #[test]
