@@ -113,7 +113,7 @@ class Handler(BaseHTTPRequestHandler):
         # held quietly until the client goes.
         time.sleep(GET_DELAY)
         self.sse_start()
-        log({"verb": "GET-open"})
+        log({"event": "GET stream open"})
         try:
             while True:
                 time.sleep(0.5)
