@@ -8,6 +8,7 @@ mod bench;
 mod error;
 mod follow;
 mod form;
+mod login;
 mod output;
 mod terminal;
 
@@ -133,7 +134,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
             }
             let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await?;
+            let server = named_server(&command).map(str::to_owned);
             let outcome = with_engine(&engine, command, prepared, invocation).await;
+            let outcome = login::waiting_for_sign_in(&engine, server.as_deref(), outcome);
             engine.shutdown().await;
             outcome
         }
@@ -193,6 +196,8 @@ fn named_server(command: &Command) -> Option<&str> {
 async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
     let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
     match command {
+        Command::Login { server } => login::login(engine, &server).await,
+        Command::Logout { server } => login::logout(engine, &server).await,
         Command::Servers { json } => {
             let mut servers = engine.start_servers().await;
             // Disabled entries and those that could not be read are listed too; the latter make
