@@ -211,10 +211,7 @@ pub async fn probe(spec: &super::HttpSpec) -> Result<(reqwest::Url, u16, Option<
         }
         format!("could not reach the server: {last}")
     })?;
-    let www = response
-        .headers()
-        .get(reqwest::header::WWW_AUTHENTICATE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let www =
+        response.headers().get(reqwest::header::WWW_AUTHENTICATE).and_then(|v| v.to_str().ok()).map(str::to_owned);
     Ok((url, response.status().as_u16(), www))
 }
