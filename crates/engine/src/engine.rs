@@ -478,10 +478,28 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };
-        let challenge = www.as_deref().and_then(BearerChallenge::from_header);
+        let mut challenge = www.as_deref().and_then(BearerChallenge::from_header);
         let step_up = status == 403 && challenge.as_ref().is_some_and(|c| c.is_insufficient_scope());
         if status != 401 && !step_up {
-            return Ok(Ok(SignInOutcome::NotNeeded));
+            // Some servers let `initialize` through and refuse only what follows: ask as a
+            // session would, and sign in on that refusal's challenge.
+            use taskdeck_client::transport::http::HttpFailure;
+            let refused = match self.tools(server).await {
+                Err(EngineError::Client(e)) => match HttpFailure::of(&e) {
+                    Some(HttpFailure::SignInNeeded { www_authenticate }) => Some(www_authenticate),
+                    Some(HttpFailure::Forbidden { www_authenticate })
+                        if www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope")) =>
+                    {
+                        Some(www_authenticate)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            match refused {
+                Some(www) => challenge = www.as_deref().and_then(BearerChallenge::from_header),
+                None => return Ok(Ok(SignInOutcome::NotNeeded)),
+            }
         }
         let store = self.sign_in_store().await;
         let previous = {
@@ -509,6 +527,13 @@ impl Engine {
             Err(e) => return Ok(Err(e.to_string())),
         }
         s.restart();
+        // The tasks that waited for this sign-in are followed on.
+        let waiting = ListFilter { server: Some(server.to_owned()), ..Default::default() };
+        for rec in self.list(&waiting).unwrap_or_default() {
+            if !rec.status.is_terminal() && self.stalled(&rec.id).is_some() {
+                self.ensure_driver(&rec.id);
+            }
+        }
         Ok(Ok(SignInOutcome::SignedIn { issuer }))
     }
 

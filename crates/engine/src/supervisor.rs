@@ -222,6 +222,8 @@ struct Inner {
     last_error: Option<String>,
     running: bool,
     auth: AuthState,
+    /// The current connection's sign-in, which learns of a refused token mid-session.
+    sign_in: Option<Arc<StoredSignIn>>,
 }
 
 pub(crate) struct Server {
@@ -266,6 +268,7 @@ impl Server {
                 last_error: None,
                 running: false,
                 auth: AuthState::None,
+                sign_in: None,
             }),
             changed: watch::channel(0).0,
             wake: Notify::new(),
@@ -296,7 +299,10 @@ impl Server {
             url: endpoint_url(endpoint),
             error: None,
             notes: self.config.notes.clone(),
-            auth: inner.auth,
+            auth: match &inner.sign_in {
+                Some(s) if s.needs_sign_in() => AuthState::SignInNeeded,
+                _ => inner.auth,
+            },
         }
     }
 
@@ -454,7 +460,11 @@ impl Server {
                         Some(s) => s.signed_in().await,
                         None => false,
                     };
-                    lock(&self.inner).auth = if signed_in { AuthState::SignedIn } else { AuthState::None };
+                    {
+                        let mut inner = lock(&self.inner);
+                        inner.auth = if signed_in { AuthState::SignedIn } else { AuthState::None };
+                        inner.sign_in = sign_in.clone();
+                    }
                     failures = 0;
                     backoff = FIRST_BACKOFF;
                     self.keep_session(&session);

@@ -75,11 +75,25 @@ pub struct StoredSignIn {
     store: Arc<dyn TokenStore>,
     http: AuthHttp,
     state: Mutex<Option<Option<StoredAuth>>>,
+    /// The server refused the last request for want of a sign-in, and none was to be had.
+    needed: std::sync::atomic::AtomicBool,
 }
 
 impl StoredSignIn {
     pub fn new(server: &str, store: Arc<dyn TokenStore>) -> Result<StoredSignIn, AuthError> {
-        Ok(StoredSignIn { server: server.to_owned(), store, http: AuthHttp::new()?, state: Mutex::new(None) })
+        Ok(StoredSignIn {
+            server: server.to_owned(),
+            store,
+            http: AuthHttp::new()?,
+            state: Mutex::new(None),
+            needed: Default::default(),
+        })
+    }
+
+    /// True when the server refused a request for want of a sign-in and none could be had: the
+    /// user has to sign in.
+    pub fn needs_sign_in(&self) -> bool {
+        self.needed.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether a sign-in with tokens is kept (as last loaded).
@@ -145,6 +159,16 @@ impl Authorize for StoredSignIn {
 
     fn rejected(&self, sent: Option<String>) -> BoxFuture<'_, bool> {
         Box::pin(async move {
+            let renewed = self.renew(sent).await;
+            self.needed.store(!renewed, std::sync::atomic::Ordering::Relaxed);
+            renewed
+        })
+    }
+}
+
+impl StoredSignIn {
+    async fn renew(&self, sent: Option<String>) -> bool {
+        {
             let mut state = self.state.lock().await;
             let Some(mut auth) = self.load().await else {
                 *state = Some(None);
@@ -174,7 +198,7 @@ impl Authorize for StoredSignIn {
                     false
                 }
             }
-        })
+        }
     }
 }
 
