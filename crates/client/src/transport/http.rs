@@ -399,7 +399,12 @@ impl Inner {
     /// Fails request `id` with `failure`, as an error response from the server would.
     async fn fail(&self, id: &RequestId, method: &str, failure: HttpFailure) {
         let error = failure.to_error();
-        tracing::warn!(server = %self.name, %method, %id, "{}", error.message);
+        // A refusal for want of a sign-in is the engine's to tell the user, with the way out.
+        if failure.needs_sign_in() {
+            tracing::info!(server = %self.name, %method, %id, "{}", error.message);
+        } else {
+            tracing::warn!(server = %self.name, %method, %id, "{}", error.message);
+        }
         let id = serde_json::to_value(id).unwrap_or(Value::Null);
         self.deliver(Received::Message(failure::response(&id, &error))).await;
     }
