@@ -61,6 +61,19 @@ pub fn waiting_for_sign_in(engine: &Engine, server: Option<&str>, outcome: Resul
     Err(e)
 }
 
+/// `resume`'s exit: 3 when a task it left waits for a sign-in (each said on stderr, with how),
+/// else 0 as always.
+pub fn resume_exit(engine: &Engine, done: &[taskdeck_engine::TaskRecord]) -> u8 {
+    let mut waiting = false;
+    for rec in done {
+        if let Some(reason) = engine.stalled(&rec.id).filter(|r| r.starts_with("Sign-in needed")) {
+            terminal::err(&format!("task {} is still {} and waits for a sign-in. {reason}\n", rec.id, rec.status));
+            waiting = true;
+        }
+    }
+    if waiting { EXIT_WAITING } else { EXIT_COMPLETED }
+}
+
 /// The host of a URL, for saying where the sign-in goes; the URL itself when it has none.
 fn reqwest_host(url: &str) -> String {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);

@@ -289,7 +289,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             } else {
                 terminal::out(&output::tasks_table(&done));
             }
-            Ok(EXIT_COMPLETED)
+            Ok(login::resume_exit(engine, &done))
         }
         Command::Bench { server, tool, tasks, concurrency, json, .. } => {
             let report = bench::bench(engine, &server, &tool, prepared.args, tasks, concurrency).await?;

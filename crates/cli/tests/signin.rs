@@ -199,6 +199,11 @@ fn a_task_whose_sign_in_is_revoked_mid_run_stays_working_and_is_finished_after_l
     assert!(rec["status_message"].as_str().unwrap_or_default().contains("taskdeck-cli login remote"), "{rec}");
     assert!(out.stderr.contains("taskdeck-cli login remote"), "{out:?}");
 
+    let out = env.run(&["resume", "--json"]);
+    assert_eq!(out.code, 3, "resume before a sign-in leaves it waiting: {out:?}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "{out:?}");
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap()[0]["status"], "working", "{out:?}");
+
     assert_eq!(env.run(&["login", "remote"]).code, 0);
     let out = env.run(&["resume", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
