@@ -478,9 +478,19 @@ impl Engine {
             Ok(p) => p,
             Err(e) => return Ok(Err(e)),
         };
+        let store = self.sign_in_store().await;
+        let previous = {
+            let (store, name) = (store.clone(), server.to_owned());
+            tokio::task::spawn_blocking(move || store.load(&name)).await.ok().and_then(|r| r.ok()).flatten()
+        };
+        // A request refused for want of a scope (403 insufficient_scope) left it among the
+        // requested ones: a step-up is due whatever the probes say.
+        let step_up_due = previous.as_ref().is_some_and(|p| {
+            p.tokens.as_ref().is_some_and(|t| p.requested_scopes.iter().any(|s| !t.scopes.contains(s)))
+        });
         let mut challenge = www.as_deref().and_then(BearerChallenge::from_header);
         let step_up = status == 403 && challenge.as_ref().is_some_and(|c| c.is_insufficient_scope());
-        if status != 401 && !step_up {
+        if status != 401 && !step_up && !step_up_due {
             // Some servers let `initialize` through and refuse only what follows: ask as a
             // session would, and sign in on that refusal's challenge.
             use taskdeck_client::transport::http::HttpFailure;
@@ -501,11 +511,6 @@ impl Engine {
                 None => return Ok(Ok(SignInOutcome::NotNeeded)),
             }
         }
-        let store = self.sign_in_store().await;
-        let previous = {
-            let (store, name) = (store.clone(), server.to_owned());
-            tokio::task::spawn_blocking(move || store.load(&name)).await.ok().and_then(|r| r.ok()).flatten()
-        };
         let http = match auth::AuthHttp::new() {
             Ok(h) => h.with_protocol_version(taskdeck_protocol::legacy::PROTOCOL_VERSION),
             Err(e) => return Ok(Err(e.to_string())),

@@ -103,9 +103,16 @@ impl SignIns {
     }
 }
 
-/// True when the server refused Taskdeck for want of a (working) sign-in.
+/// True when the server refused Taskdeck for want of a (working) sign-in, or of a scope the
+/// next sign-in asks for (403 `insufficient_scope`). Either is refused before the server acts.
 pub fn needs_sign_in(e: &ClientError) -> bool {
-    matches!(HttpFailure::of(e), Some(HttpFailure::SignInNeeded { .. }))
+    match HttpFailure::of(e) {
+        Some(HttpFailure::SignInNeeded { .. }) => true,
+        Some(HttpFailure::Forbidden { www_authenticate }) => {
+            www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope"))
+        }
+        _ => false,
+    }
 }
 
 /// What a front end shows about one server.

@@ -870,7 +870,10 @@ async fn refused(inner: &Inner, id: &RequestId, method: &str, response: reqwest:
         StatusCode::UNAUTHORIZED => {
             return inner.fail(id, method, HttpFailure::SignInNeeded { www_authenticate }).await;
         }
-        StatusCode::FORBIDDEN => return inner.fail(id, method, HttpFailure::Forbidden { www_authenticate }).await,
+        StatusCode::FORBIDDEN => {
+            inner.sign_in.forbidden(www_authenticate.clone()).await;
+            return inner.fail(id, method, HttpFailure::Forbidden { www_authenticate }).await;
+        }
         _ => {}
     }
     let content_type = content_type(&response);

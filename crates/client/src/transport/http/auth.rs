@@ -9,7 +9,9 @@ use std::time::Duration;
 use tokio::sync::Mutex;
 
 use super::super::BoxFuture;
-use crate::auth::{AuthError, AuthHttp, StoredAuth, TokenStore, authorization_for, refresh};
+use crate::auth::{
+    AuthError, AuthHttp, BearerChallenge, StoredAuth, TokenStore, authorization_for, refresh, step_up_scopes,
+};
 
 /// A token renewed this long before it expires, so no request goes out with one about to lapse.
 const MARGIN: Duration = Duration::from_secs(30);
@@ -22,6 +24,11 @@ pub trait Authorize: Send + Sync {
     /// The server answered 401 to a request that carried `sent`: true when a new header is to
     /// be had (a sign-in made elsewhere since, or a refresh), so the request is worth one retry.
     fn rejected(&self, sent: Option<String>) -> BoxFuture<'_, bool>;
+    /// The server answered 403 with this challenge: signed in, but short of a scope. What it
+    /// asks for is remembered, for the next sign-in to ask for too (a step-up).
+    fn forbidden(&self, _www_authenticate: Option<String>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// The sign-in of one remote server, or none. Not part of what the config says: two specs are
@@ -42,6 +49,12 @@ impl SignIn {
         match &self.0 {
             Some(a) => a.header().await,
             None => None,
+        }
+    }
+
+    pub(crate) async fn forbidden(&self, www_authenticate: Option<String>) {
+        if let Some(a) = &self.0 {
+            a.forbidden(www_authenticate).await
         }
     }
 
@@ -154,6 +167,25 @@ impl Authorize for StoredSignIn {
                     auth.tokens.as_ref().map(|t| t.authorization())
                 }
             }
+        })
+    }
+
+    fn forbidden(&self, www_authenticate: Option<String>) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let Some(challenge) = www_authenticate.as_deref().and_then(BearerChallenge::from_header) else { return };
+            if !challenge.is_insufficient_scope() {
+                return;
+            }
+            let mut state = self.state.lock().await;
+            let Some(mut auth) = self.load().await else { return };
+            let wanted = step_up_scopes(&auth.requested_scopes, &challenge);
+            if wanted != auth.requested_scopes {
+                tracing::info!(server = %self.server, "the server asks for more scopes: a sign-in with them is needed");
+                auth.requested_scopes = wanted;
+                self.save(auth.clone()).await;
+            }
+            *state = Some(Some(auth));
+            self.needed.store(true, std::sync::atomic::Ordering::Relaxed);
         })
     }
 
