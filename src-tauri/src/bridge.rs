@@ -266,6 +266,7 @@ mod tests {
                 url: None,
                 error: None,
                 notes: Vec::new(),
+                auth: taskdeck_engine::AuthState::None,
             },
         });
         let batch = p.take().unwrap();

@@ -10,7 +10,8 @@ use taskdeck_app::commands::{
 };
 use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
-    EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo,
+    AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord,
+    ToolInfo,
 };
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
@@ -66,6 +67,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<TaskSupport>(&cfg),
         render::<ServerStatus>(&cfg),
         render::<ServerPhase>(&cfg),
+        render::<AuthState>(&cfg),
         render::<LogLine>(&cfg),
         render::<ToolInfo>(&cfg),
         render::<serde_json::Value>(&cfg),

@@ -146,6 +146,13 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Signs in to a remote server: opens the browser ($BROWSER when set), waits for the redirect
+    /// on the loopback listener and keeps the tokens (OS keyring, or a file readable by you only).
+    /// Exit 0 when signed in or when the server needs no sign-in, 1 when it failed, 2 for an
+    /// unknown server.
+    Login { server: String },
+    /// Removes the sign-in kept for a server.
+    Logout { server: String },
     /// Runs N full task lifecycles, C at a time; prints tasks/s and latency percentiles.
     Bench {
         server: String,

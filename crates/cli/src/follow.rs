@@ -84,6 +84,14 @@ impl Follow<'_> {
             if let Some(reason) = self.engine.stalled(id) {
                 bar.clear();
                 self.print_json(&rec);
+                // Waiting for the user, as a question is: the way on is theirs (exit 3).
+                if reason.starts_with("Sign-in needed") {
+                    terminal::err(&format!(
+                        "task {id} is still {} and waits for a sign-in. {reason}; then `taskdeck-cli resume`\n",
+                        rec.status
+                    ));
+                    return Ok(EXIT_WAITING);
+                }
                 return Err(CliError::runtime(format!(
                     "task {id} is still {} but cannot be followed now: {reason}; `taskdeck-cli resume` picks it up",
                     rec.status

@@ -9,6 +9,7 @@ mod error;
 mod follow;
 mod form;
 mod history;
+mod login;
 mod output;
 mod terminal;
 
@@ -168,7 +169,9 @@ async fn dispatch(cli: Cli) -> Result<u8> {
                 return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
             }
             let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await?;
+            let server = named_server(&command).map(str::to_owned);
             let outcome = with_engine(&engine, command, prepared, invocation).await;
+            let outcome = login::waiting_for_sign_in(&engine, server.as_deref(), outcome);
             engine.shutdown().await;
             outcome
         }
@@ -228,6 +231,8 @@ fn named_server(command: &Command) -> Option<&str> {
 async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
     let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
     match command {
+        Command::Login { server } => login::login(engine, &server).await,
+        Command::Logout { server } => login::logout(engine, &server).await,
         Command::Servers { json } => {
             let mut servers = engine.start_servers().await;
             // Disabled entries and those that could not be read are listed too; the latter make
@@ -319,7 +324,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             } else {
                 terminal::out(&output::tasks_table(&done));
             }
-            Ok(EXIT_COMPLETED)
+            Ok(login::resume_exit(engine, &done))
         }
         Command::Bench { server, tool, tasks, concurrency, json, .. } => {
             let report = bench::bench(engine, &server, &tool, prepared.args, tasks, concurrency).await?;

@@ -268,6 +268,17 @@ async fn follow_loop(
                         let _ = tx.send(Followed::Lost(e));
                         return;
                     }
+                    // Polling again changes nothing until the user signs in: the caller hears
+                    // it now, and keeps the task waiting for the sign-in.
+                    Err(e)
+                        if matches!(
+                            crate::transport::http::HttpFailure::of(&e),
+                            Some(crate::transport::http::HttpFailure::SignInNeeded { .. })
+                        ) =>
+                    {
+                        let _ = tx.send(Followed::Failed(e));
+                        return;
+                    }
                     Err(e) => {
                         tracing::warn!(task = %task_id, "polling failed: {e}");
                         let since = *failing_since.get_or_insert(asked_at);

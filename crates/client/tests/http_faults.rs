@@ -271,6 +271,7 @@ async fn an_unreachable_server_fails_the_connect_with_why() {
         name: "nowhere".into(),
         url: format!("http://user:pw@127.0.0.1:{port}/mcp?token=abc"),
         headers: Default::default(),
+        sign_in: Default::default(),
     };
     let endpoint = Endpoint::Http(spec);
     let started = Instant::now();

@@ -86,7 +86,12 @@ async fn a_session_ended_with_delete_is_made_afresh_in_the_same_open() {
 async fn a_restarted_server_s_404_to_the_stored_session_leads_to_a_fresh_initialize() {
     let state = tempfile::tempdir().unwrap();
     let mut demo = taskdeck_test_support::demo_server_http(state.path(), "127.0.0.1:0");
-    let spec = HttpSpec { name: "demo".into(), url: demo.url.clone(), headers: Default::default() };
+    let spec = HttpSpec {
+        name: "demo".into(),
+        url: demo.url.clone(),
+        headers: Default::default(),
+        sign_in: Default::default(),
+    };
     let endpoint = Endpoint::Http(spec);
     let legacy = SessionOptions { force_era: Some(Era::Legacy), ..SessionOptions::default() };
     let first = Session::open(&endpoint, legacy.clone(), Recorder::new()).await.unwrap();
@@ -111,7 +116,12 @@ async fn a_restarted_server_s_404_to_the_stored_session_leads_to_a_fresh_initial
 async fn a_modern_session_has_nothing_to_resume() {
     let state = tempfile::tempdir().unwrap();
     let demo = taskdeck_test_support::demo_server_http(state.path(), "127.0.0.1:0");
-    let endpoint = Endpoint::Http(HttpSpec { name: "demo".into(), url: demo.url.clone(), headers: Default::default() });
+    let endpoint = Endpoint::Http(HttpSpec {
+        name: "demo".into(),
+        url: demo.url.clone(),
+        headers: Default::default(),
+        sign_in: Default::default(),
+    });
     let session = Session::open(&endpoint, SessionOptions::default(), Recorder::new()).await.unwrap();
     assert_eq!(session.era(), Era::Modern);
     assert_eq!(session.resumable(), None);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use taskdeck_client::auth::{ClientConfig, Secret};
 use taskdeck_client::{Endpoint, HttpSpec, ServerSpec};
 use taskdeck_protocol::Era;
 
@@ -200,6 +201,9 @@ pub struct ServerSettings {
     pub max_poll: Option<Duration>,
     /// `era`: the protocol era pinned; detected when `None`.
     pub era: Option<Era>,
+    /// `oauth`: how a remote server's sign-in registers (a pre-registered client, scopes, the
+    /// redirect port). Its secret is a [`Secret`], so no debug output of a config shows it.
+    pub oauth: Option<ClientConfig>,
 }
 
 /// A config entry that could not be read: listed with its error, never started.
@@ -302,7 +306,7 @@ const COMMON_KEYS: &[&str] = &["type", "disabled", "timeout", "minPollInterval",
 /// Keys of a local server started as a process.
 const STDIO_KEYS: &[&str] = &["command", "args", "env", "envFile", "cwd", "inheritEnv"];
 /// Keys of a remote server.
-const HTTP_KEYS: &[&str] = &["url", "headers"];
+const HTTP_KEYS: &[&str] = &["url", "headers", "oauth"];
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Transport {
@@ -369,9 +373,6 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             }
             if other.contains(&key.as_str()) {
                 notes.push(self.note(key, &format!("applies to {other_kind} servers only; ignored")));
-            } else if key == "oauth" {
-                notes.push(self.note(key, "sign-in settings are not supported yet; ignored"));
-                unknown.insert(key.clone(), value.clone());
             } else {
                 notes.push(self.note(key, "unknown key; ignored"));
                 unknown.insert(key.clone(), value.clone());
@@ -458,7 +459,66 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 self.err("era", format!("{reason}; leave it out (or \"detected\") to detect the era"))
             })?),
         };
-        Ok(ServerSettings { call_timeout: self.seconds(entry, "timeout", MAX_TIMEOUT_SECS)?, min_poll, max_poll, era })
+        let oauth = match entry.get("oauth") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(o)) => Some(self.oauth(o)?),
+            Some(_) => return Err(self.err("oauth", "must be an object")),
+        };
+        Ok(ServerSettings {
+            call_timeout: self.seconds(entry, "timeout", MAX_TIMEOUT_SECS)?,
+            min_poll,
+            max_poll,
+            era,
+            oauth,
+        })
+    }
+
+    /// `{"clientId", "clientSecret", "scopes", "redirectPort"}`; the secret may be `${env:NAME}`
+    /// (and is never quoted back). Unknown keys are noted by nobody: the object is the sign-in's.
+    fn oauth(&self, o: &Map<String, Value>) -> Result<ClientConfig, ConfigError> {
+        let text = |key: &str| -> Result<Option<String>, ConfigError> {
+            let field = format!("oauth.{key}");
+            match o.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(v)) if v.trim().is_empty() => Err(self.err(&field, "must not be empty")),
+                Some(Value::String(v)) => {
+                    let v = expand_env(v, self.env).map_err(|reason| self.err(&field, reason))?;
+                    if v.chars().any(char::is_control) {
+                        return Err(self.err(&field, "must not hold control characters"));
+                    }
+                    Ok(Some(v))
+                }
+                Some(_) => Err(self.err(&field, "must be a string")),
+            }
+        };
+        let client_id = text("clientId")?;
+        let client_secret = text("clientSecret")?.map(Secret::new);
+        if client_secret.is_some() && client_id.is_none() {
+            return Err(self.err("oauth.clientSecret", "is given without oauth.clientId"));
+        }
+        let scopes = match o.get("scopes") {
+            None | Some(Value::Null) => Vec::new(),
+            // One space-separated string, as OAuth writes scopes, or a list.
+            Some(Value::String(s)) => s.split_whitespace().map(str::to_owned).collect(),
+            Some(Value::Array(a)) => a
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v.as_str() {
+                    Some(s) if !s.is_empty() && !s.contains(char::is_whitespace) => Ok(s.to_owned()),
+                    _ => Err(self.err(&format!("oauth.scopes[{i}]"), "must be a scope: a string without spaces")),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(self.err("oauth.scopes", "must be a list of scopes")),
+        };
+        let redirect_port = match o.get("redirectPort") {
+            None | Some(Value::Null) => None,
+            Some(Value::Number(n)) => match n.as_u64().and_then(|p| u16::try_from(p).ok()).filter(|p| *p > 0) {
+                Some(p) => Some(p),
+                None => return Err(self.err("oauth.redirectPort", "must be a port number from 1 to 65535")),
+            },
+            Some(_) => return Err(self.err("oauth.redirectPort", "must be a port number")),
+        };
+        Ok(ClientConfig { client_id, client_secret, scopes, redirect_port, metadata_document: None })
     }
 
     fn stdio(&self, entry: &Map<String, Value>) -> Result<ServerSpec, ConfigError> {
@@ -539,7 +599,7 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             }
             Some(_) => return Err(self.err("headers", "must be an object of strings")),
         }
-        Ok(HttpSpec { name: self.name.to_owned(), url, headers })
+        Ok(HttpSpec { name: self.name.to_owned(), url, headers, sign_in: Default::default() })
     }
 }
 
@@ -995,6 +1055,7 @@ mod tests {
                 min_poll: Some(Duration::from_millis(500)),
                 max_poll: Some(Duration::from_secs(10)),
                 era: Some(Era::Legacy),
+                oauth: None,
             }
         );
         assert_eq!(c.servers[1].settings.era, Some(Era::Modern));
@@ -1032,8 +1093,28 @@ mod tests {
         );
         let web = &c.servers[1];
         assert!(web.notes.iter().any(|n| n.contains("mcpServers.web.env: applies to local servers only")), "{web:?}");
-        assert!(web.notes.iter().any(|n| n.contains("mcpServers.web.oauth: sign-in settings")), "{web:?}");
-        assert!(web.unknown.contains_key("oauth"));
+        assert!(!web.unknown.contains_key("oauth") && !web.notes.iter().any(|n| n.contains("oauth")), "{web:?}");
+        assert_eq!(web.settings.oauth.as_ref().and_then(|o| o.client_id.as_deref()), Some("c"));
+    }
+
+    #[test]
+    fn oauth_settings_are_read_with_the_secret_from_the_environment_and_never_shown() {
+        let env = |name: &str| (name == "WEB_SECRET").then(|| "s3cr3t-value".to_owned());
+        let c = Config::parse_with(
+            Path::new("/etc/x/servers.json"),
+            r#"{"mcpServers": {"web": {"url": "https://h/mcp", "oauth": {"clientId": "c1",
+                "clientSecret": "${env:WEB_SECRET}", "scopes": "read write", "redirectPort": 8765}},
+                "bad": {"url": "https://h/mcp", "oauth": {"redirectPort": 70000}}}}"#,
+            env,
+        )
+        .unwrap();
+        let oauth = c.servers[0].settings.oauth.clone().unwrap();
+        assert_eq!(oauth.client_id.as_deref(), Some("c1"));
+        assert_eq!(oauth.client_secret.as_ref().map(Secret::expose), Some("s3cr3t-value"));
+        assert_eq!((oauth.scopes, oauth.redirect_port), (vec!["read".to_owned(), "write".to_owned()], Some(8765)));
+        assert!(!format!("{:?}", c.servers[0]).contains("s3cr3t"));
+        let bad = &c.unreadable[0];
+        assert!(bad.error.to_string().contains("mcpServers.bad.oauth.redirectPort"), "{bad:?}");
     }
 
     #[test]

@@ -144,6 +144,22 @@ pub(crate) fn error_of(e: &ClientError) -> TaskError {
     }
 }
 
+/// The status message of a task whose server wants a sign-in: the way out, for the user.
+pub(crate) fn sign_in_hint(server: &str) -> String {
+    format!("Sign-in needed: run `taskdeck-cli login {server}` (or sign in from the app)")
+}
+
+/// A request of `rec` failed because its server wants a (new) sign-in: the task is not failed,
+/// whatever the request was (a 401 is refused before the server does anything, so even a start
+/// is sent again after the sign-in). It stays as it is, saying what to do; `None` for any other
+/// failure. The one policy for every place a task's request can fail.
+pub(crate) fn sign_in_needed(rec: &TaskRecord, e: &ClientError) -> Option<Update> {
+    if !crate::supervisor::needs_sign_in(e) || rec.status.is_terminal() {
+        return None;
+    }
+    Some(Update::Status { status: rec.status, message: Some(sign_in_hint(&rec.server)), server_status: None })
+}
+
 /// The reason a request that failed without a server's word gives a task.
 fn reason_of(e: &ClientError) -> Option<FailureReason> {
     match e {

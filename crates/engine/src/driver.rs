@@ -14,7 +14,7 @@ use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecor
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::decide::{error_of, failure};
+use crate::decide::{error_of, failure, sign_in_hint, sign_in_needed};
 use crate::error::EngineError;
 use crate::hub::Hub;
 use crate::live::{AnswerMsg, DriverMsg};
@@ -22,6 +22,8 @@ use crate::validate;
 
 enum Step {
     Done,
+    /// The server wants a sign-in: the task waits, as it is, for one.
+    SignIn,
     /// The session died; follow the task again on the next one.
     Lost,
     /// Re-attaching failed on a live session; tried again until `poll_give_up` says otherwise.
@@ -78,6 +80,9 @@ async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedRecei
         };
         let session = match server.session(hub.opts.server_wait).await {
             Ok(s) => s,
+            Err(_) if server.status().auth == crate::supervisor::AuthState::SignInNeeded => {
+                return Err(wait_for_sign_in(hub, &rec));
+            }
             Err(e) if rec.remote_task_id.is_none() => {
                 // Nothing was sent yet: the task never ran, and saying so is the honest end.
                 hub.gate
@@ -95,6 +100,7 @@ async fn drive_until_end(hub: &Arc<Hub>, id: &str, rx: &mut mpsc::UnboundedRecei
         }
         match step {
             Step::Done => return Ok(()),
+            Step::SignIn => return Err(wait_for_sign_in(hub, &rec)),
             Step::Halted => return Err(Left::Halted(format!("the store cannot record task {id}"))),
             Step::Lost => {
                 troubled_since = None;
@@ -188,6 +194,7 @@ async fn start(
             hub.gate.apply_quietly(&rec.id, Update::Completed { result, server_status: None });
             Step::Done
         }
+        Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
         Err(e) => {
             let mut error = error_of(&e);
             if e.is_server_gone() {
@@ -218,11 +225,26 @@ async fn attach(
             Step::Done
         }
         Err(e) if e.is_server_gone() => Step::Lost,
+        Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
         Err(e) => {
             tracing::warn!(task = %rec.id, "re-attaching failed, will retry: {e}");
             Step::Trouble(e)
         }
     }
+}
+
+/// The task waits for its server's sign-in: it says so, and nobody drives it until a sign-in
+/// (`Engine::sign_in`, or `taskdeck-cli resume` after `login`) picks it up again.
+fn wait_for_sign_in(hub: &Hub, rec: &TaskRecord) -> Left {
+    let hint = sign_in_hint(&rec.server);
+    if rec.status_message.as_deref() != Some(hint.as_str())
+        && let Ok(now) = hub.gate.get(&rec.id)
+        && !now.status.is_terminal()
+    {
+        let update = Update::Status { status: now.status, message: Some(hint.clone()), server_status: None };
+        hub.gate.apply_quietly(&rec.id, update);
+    }
+    Left::Pending(hint)
 }
 
 /// The server's answers about the task cannot be read or used, for good: the task fails with the
@@ -289,6 +311,7 @@ async fn follow(
                     return Step::Done;
                 }
                 Some(Followed::Lost(_)) => return Step::Lost,
+                Some(Followed::Failed(e)) if sign_in_needed(&rec, &e).is_some() => return Step::SignIn,
                 Some(Followed::Failed(e)) => {
                     cannot_follow(hub, &id, &e);
                     return Step::Done;

@@ -87,6 +87,7 @@ impl Engine {
             .await
             .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
         let hub = Hub::new(store, paths, opts, config, lock);
+        hub.servers.sign_ins.set_data_dir(hub.paths.data_dir.clone());
         Ok(Engine { hub })
     }
 
@@ -451,6 +452,123 @@ impl Engine {
             s.shutdown().await;
         }
         lock(&self.hub.lock).take();
+    }
+}
+
+/// How a [`Engine::sign_in`] ended when it did not fail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignInOutcome {
+    /// Signed in; the tokens are kept where [`Engine::sign_in`]'s note said.
+    SignedIn { issuer: String },
+    /// The server let Taskdeck in without one (or is a local server).
+    NotNeeded,
+}
+
+/// Signing in and out of remote servers: what `taskdeck-cli login` / `logout` and the app's
+/// sign-in call. Tokens go to the OS keyring (or the 0600 file), never the store or a log.
+impl Engine {
+    /// Signs in to `server` where it asks for it: the browser is opened through `open_browser`
+    /// (which a front end wraps to say, first, which server and authorization server it is), the
+    /// redirect awaited on the loopback listener, the tokens kept. The server is then connected
+    /// afresh, and its tasks that waited for the sign-in are followed on.
+    pub async fn sign_in(
+        &self,
+        server: &str,
+        open_browser: taskdeck_client::auth::OpenBrowser,
+    ) -> Result<std::result::Result<SignInOutcome, String>> {
+        use taskdeck_client::auth::{self, BearerChallenge, SignInOptions};
+        let s = self.server(server)?;
+        let taskdeck_client::Endpoint::Http(spec) = &s.config.endpoint else { return Ok(Ok(SignInOutcome::NotNeeded)) };
+        let (url, status, www) = match taskdeck_client::transport::http::probe(spec).await {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        let store = self.sign_in_store().await;
+        let previous = {
+            let (store, name) = (store.clone(), server.to_owned());
+            tokio::task::spawn_blocking(move || store.load(&name)).await.ok().and_then(|r| r.ok()).flatten()
+        };
+        // A request refused for want of a scope (403 insufficient_scope) left it among the
+        // requested ones: a step-up is due whatever the probes say.
+        let step_up_due = previous.as_ref().is_some_and(|p| {
+            p.tokens.as_ref().is_some_and(|t| p.requested_scopes.iter().any(|s| !t.scopes.contains(s)))
+        });
+        let mut challenge = www.as_deref().and_then(BearerChallenge::from_header);
+        let step_up = status == 403 && challenge.as_ref().is_some_and(|c| c.is_insufficient_scope());
+        if status != 401 && !step_up && !step_up_due {
+            // Some servers let `initialize` through and refuse only what follows: ask as a
+            // session would, and sign in on that refusal's challenge.
+            use taskdeck_client::transport::http::HttpFailure;
+            let refused = match self.tools(server).await {
+                Err(EngineError::Client(e)) => match HttpFailure::of(&e) {
+                    Some(HttpFailure::SignInNeeded { www_authenticate }) => Some(www_authenticate),
+                    Some(HttpFailure::Forbidden { www_authenticate })
+                        if www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope")) =>
+                    {
+                        Some(www_authenticate)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            match refused {
+                Some(www) => challenge = www.as_deref().and_then(BearerChallenge::from_header),
+                None => return Ok(Ok(SignInOutcome::NotNeeded)),
+            }
+        }
+        let http = match auth::AuthHttp::new() {
+            Ok(h) => h.with_protocol_version(taskdeck_protocol::legacy::PROTOCOL_VERSION),
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let mut options = SignInOptions::new(s.config.settings.oauth.clone().unwrap_or_default());
+        options.open_browser = open_browser;
+        let signed = match auth::sign_in(&http, &url, challenge.as_ref(), previous.as_ref(), &options).await {
+            Ok(a) => a,
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let issuer = signed.stored.issuer.clone();
+        let saved = {
+            let (store, name, stored) = (store.clone(), server.to_owned(), signed.stored);
+            tokio::task::spawn_blocking(move || store.save(&name, &stored)).await
+        };
+        match saved {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Ok(Err(e.to_string())),
+            Err(e) => return Ok(Err(e.to_string())),
+        }
+        s.restart();
+        // The tasks that waited for this sign-in are followed on.
+        let waiting = ListFilter { server: Some(server.to_owned()), ..Default::default() };
+        for rec in self.list(&waiting).unwrap_or_default() {
+            if !rec.status.is_terminal() && self.stalled(&rec.id).is_some() {
+                self.ensure_driver(&rec.id);
+            }
+        }
+        Ok(Ok(SignInOutcome::SignedIn { issuer }))
+    }
+
+    /// Removes the sign-in kept for `server`. Its connection carries on until the server asks again.
+    pub async fn sign_out(&self, server: &str) -> Result<std::result::Result<(), String>> {
+        self.server(server)?;
+        let store = self.sign_in_store().await;
+        let name = server.to_owned();
+        Ok(match tokio::task::spawn_blocking(move || store.delete(&name)).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        })
+    }
+
+    /// Where sign-ins are kept, for the user.
+    pub async fn sign_in_store_description(&self) -> String {
+        self.sign_in_store().await.describe()
+    }
+
+    async fn sign_in_store(&self) -> Arc<dyn taskdeck_client::auth::TokenStore> {
+        let dir = self.hub.paths.data_dir.clone();
+        match tokio::task::spawn_blocking(move || crate::supervisor::sign_in_store(&dir).0).await {
+            Ok(s) => s,
+            Err(_) => Arc::new(taskdeck_client::auth::FileStore::in_dir(&self.hub.paths.data_dir)),
+        }
     }
 }
 

@@ -100,6 +100,7 @@ mod tests {
             min_poll: None,
             max_poll: None,
             era: Some(Era::Legacy),
+            oauth: None,
         };
         let s = set.session(&engine.session);
         assert_eq!((s.call_timeout, s.force_era), (Duration::from_secs(9), Some(Era::Legacy)));

@@ -8,7 +8,7 @@ use taskdeck_client::{FollowOptions, Session, SessionOptions};
 
 use crate::config::Config;
 use crate::gate::lock;
-use crate::supervisor::{Router, Server};
+use crate::supervisor::{Router, Server, SignIns};
 
 /// What a legacy question is open on, as a number to compare: the server's process for a local
 /// server (a new process knows none of the old one's requests); for a remote one, its HTTP session,
@@ -31,6 +31,8 @@ pub(crate) struct Servers {
     router: Arc<dyn Router>,
     /// Where each server's stderr file is kept.
     log_dir: PathBuf,
+    /// Where every remote server's sign-in is kept.
+    pub sign_ins: Arc<SignIns>,
 }
 
 struct ServerSet {
@@ -40,12 +42,16 @@ struct ServerSet {
 
 impl Servers {
     pub fn new(config: Config, session: SessionOptions, router: Arc<dyn Router>, log_dir: PathBuf) -> Servers {
+        let sign_ins = Arc::new(SignIns::default());
         let by_name = config
             .servers
             .iter()
-            .map(|server| (server.name.clone(), Server::new(server.clone(), &session, router.clone(), Some(&log_dir))))
+            .map(|server| {
+                let s = Server::new(server.clone(), &session, router.clone(), Some(&log_dir), sign_ins.clone());
+                (server.name.clone(), s)
+            })
             .collect();
-        Servers { set: Mutex::new(ServerSet { config, by_name }), session, router, log_dir }
+        Servers { set: Mutex::new(ServerSet { config, by_name }), session, router, log_dir, sign_ins }
     }
 
     pub fn config(&self) -> Config {
@@ -94,7 +100,13 @@ impl Servers {
                 old => {
                     let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
                     stopped.extend(old);
-                    let new = Server::new(server.clone(), &self.session, self.router.clone(), Some(&self.log_dir));
+                    let new = Server::new(
+                        server.clone(),
+                        &self.session,
+                        self.router.clone(),
+                        Some(&self.log_dir),
+                        self.sign_ins.clone(),
+                    );
                     if was_running {
                         started.push(new.clone());
                     }

@@ -4,10 +4,13 @@
 //! remote URL, supervised alike.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
+use taskdeck_client::auth::{FileStore, TokenStore, default_store};
+use taskdeck_client::transport::http::{HttpFailure, SignIn, StoredSignIn};
 use taskdeck_client::{
     ClientError, Endpoint, Resumable, Resumption, Session, SessionEvent, SessionHandler, SessionOptions,
 };
@@ -42,6 +45,76 @@ pub enum ServerPhase {
     Disabled,
 }
 
+/// Whether a server wants a sign-in, and has one.
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthState {
+    /// No sign-in is kept for it, and it has not asked for one (every local server).
+    None,
+    /// A sign-in is kept for it.
+    SignedIn,
+    /// It refused Taskdeck without a sign-in, or the kept one no longer works and could not be
+    /// renewed: the user has to sign in (`taskdeck-cli login SERVER`, or the app).
+    SignInNeeded,
+}
+
+/// `TASKDECK_SIGN_IN_STORE=file` keeps sign-ins in the data directory's 0600 file even where
+/// an OS keyring answers: for tests and machines whose keyring must not be touched.
+pub const SIGN_IN_STORE_ENV: &str = "TASKDECK_SIGN_IN_STORE";
+
+/// Where the sign-ins of the data directory `data_dir` are kept, and a note for the user when
+/// it is not the OS keyring. The call may block (a keyring probe).
+pub fn sign_in_store(data_dir: &Path) -> (Arc<dyn TokenStore>, Option<String>) {
+    if std::env::var(SIGN_IN_STORE_ENV).as_deref() == Ok("file") {
+        return (Arc::new(FileStore::in_dir(data_dir)), None);
+    }
+    let (store, note) = default_store(data_dir);
+    (Arc::from(store), note)
+}
+
+/// The token store every remote server of one engine signs in with, picked on first use (a
+/// keyring probe is a D-Bus round trip no local-only config should wait for).
+#[derive(Default)]
+pub(crate) struct SignIns {
+    data_dir: OnceLock<PathBuf>,
+    store: OnceLock<Arc<dyn TokenStore>>,
+}
+
+impl SignIns {
+    pub fn set_data_dir(&self, dir: PathBuf) {
+        let _ = self.data_dir.set(dir);
+    }
+
+    /// Blocks on the first call.
+    fn store(&self) -> Option<Arc<dyn TokenStore>> {
+        let dir = self.data_dir.get()?;
+        Some(
+            self.store
+                .get_or_init(|| {
+                    let (store, note) = sign_in_store(dir);
+                    if let Some(note) = note {
+                        tracing::info!("{note}");
+                    }
+                    store
+                })
+                .clone(),
+        )
+    }
+}
+
+/// True when the server refused Taskdeck for want of a (working) sign-in, or of a scope the
+/// next sign-in asks for (403 `insufficient_scope`). Either is refused before the server acts.
+pub fn needs_sign_in(e: &ClientError) -> bool {
+    match HttpFailure::of(e) {
+        Some(HttpFailure::SignInNeeded { .. }) => true,
+        Some(HttpFailure::Forbidden { www_authenticate }) => {
+            www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope"))
+        }
+        _ => false,
+    }
+}
+
 /// What a front end shows about one server.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -67,6 +140,8 @@ pub struct ServerStatus {
     pub error: Option<String>,
     /// What of the config entry was ignored and why (unknown keys, keys of the other transport).
     pub notes: Vec<String>,
+    /// Whether it wants a sign-in and has one.
+    pub auth: AuthState,
 }
 
 impl ServerStatus {
@@ -89,6 +164,7 @@ impl ServerStatus {
             url: endpoint_url(endpoint),
             error: None,
             notes: config.notes.clone(),
+            auth: AuthState::None,
         }
     }
 
@@ -110,6 +186,7 @@ impl ServerStatus {
             url: None,
             error: Some(entry.error.to_string()),
             notes: Vec::new(),
+            auth: AuthState::None,
         }
     }
 }
@@ -151,6 +228,9 @@ struct Inner {
     restarts: u32,
     last_error: Option<String>,
     running: bool,
+    auth: AuthState,
+    /// The current connection's sign-in, which learns of a refused token mid-session.
+    sign_in: Option<Arc<StoredSignIn>>,
 }
 
 pub(crate) struct Server {
@@ -164,6 +244,7 @@ pub(crate) struct Server {
     /// The same lines on disk, so the log outlives Taskdeck; `None` without a log folder.
     log_file: Option<Mutex<ServerLogFile>>,
     router: Arc<dyn Router>,
+    sign_ins: Arc<SignIns>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -180,6 +261,7 @@ impl Server {
         base: &SessionOptions,
         router: Arc<dyn Router>,
         log_dir: Option<&std::path::Path>,
+        sign_ins: Arc<SignIns>,
     ) -> Arc<Server> {
         let log_file = log_dir.map(|dir| ServerLogFile::new(dir, &config.name));
         let earlier = log_file.as_ref().map(|f| f.tail(LOG_LINES)).unwrap_or_default();
@@ -192,12 +274,15 @@ impl Server {
                 restarts: 0,
                 last_error: None,
                 running: false,
+                auth: AuthState::None,
+                sign_in: None,
             }),
             changed: watch::channel(0).0,
             wake: Notify::new(),
             log: Mutex::new(earlier.into()),
             log_file: log_file.map(Mutex::new),
             router,
+            sign_ins,
         })
     }
 
@@ -221,6 +306,10 @@ impl Server {
             url: endpoint_url(endpoint),
             error: None,
             notes: self.config.notes.clone(),
+            auth: match &inner.sign_in {
+                Some(s) if s.needs_sign_in() => AuthState::SignInNeeded,
+                _ => inner.auth,
+            },
         }
     }
 
@@ -371,8 +460,18 @@ impl Server {
                 let how = if opts.resume.is_some() { "resuming the stored session" } else { "connecting" };
                 self.note("taskdeck", format!("{how} to {}", h.url));
             }
-            match Session::open(&self.config.endpoint, opts, handler).await {
+            let (endpoint, sign_in) = self.endpoint().await;
+            match Session::open(&endpoint, opts, handler).await {
                 Ok(session) => {
+                    let signed_in = match &sign_in {
+                        Some(s) => s.signed_in().await,
+                        None => false,
+                    };
+                    {
+                        let mut inner = lock(&self.inner);
+                        inner.auth = if signed_in { AuthState::SignedIn } else { AuthState::None };
+                        inner.sign_in = sign_in.clone();
+                    }
                     failures = 0;
                     backoff = FIRST_BACKOFF;
                     self.keep_session(&session);
@@ -420,6 +519,22 @@ impl Server {
                         format!("server stopped: {reason}; restarting in {} ms", backoff.as_millis()),
                     );
                 }
+                Err(e) if needs_sign_in(&e) => {
+                    // Trying again changes nothing until the user signs in: the server waits,
+                    // `failed` with the way out, and a sign-in asks for it again.
+                    let hint = format!(
+                        "Sign-in needed: run `taskdeck-cli login {}` (or sign in from the app)",
+                        self.config.name
+                    );
+                    lock(&self.inner).auth = AuthState::SignInNeeded;
+                    self.set_last_error(hint.clone());
+                    self.note("taskdeck", format!("the server refused Taskdeck without a sign-in. {hint}"));
+                    self.set_phase(ServerPhase::Failed);
+                    self.wake.notified().await;
+                    failures = 0;
+                    backoff = FIRST_BACKOFF;
+                    continue;
+                }
                 Err(e) => {
                     self.set_last_error(e.to_string());
                     // What cannot be done at all is not retried: trying again changes nothing.
@@ -447,6 +562,27 @@ impl Server {
 }
 
 impl Server {
+    /// The endpoint to connect to: a remote server's spec with its kept sign-in behind it.
+    async fn endpoint(&self) -> (Endpoint, Option<Arc<StoredSignIn>>) {
+        let Endpoint::Http(h) = &self.config.endpoint else { return (self.config.endpoint.clone(), None) };
+        let sign_ins = self.sign_ins.clone();
+        let Some(store) = tokio::task::spawn_blocking(move || sign_ins.store()).await.ok().flatten() else {
+            return (self.config.endpoint.clone(), None);
+        };
+        match StoredSignIn::new(&self.config.name, store) {
+            Ok(sign_in) => {
+                let sign_in = Arc::new(sign_in);
+                let mut spec = h.clone();
+                spec.sign_in = SignIn::new(sign_in.clone());
+                (Endpoint::Http(spec), Some(sign_in))
+            }
+            Err(e) => {
+                self.note("taskdeck", format!("sign-in unavailable: {e}"));
+                (self.config.endpoint.clone(), None)
+            }
+        }
+    }
+
     /// Keeps what a connection to a remote server needs to resume `session`, or removes what was
     /// stored when there is nothing to resume (a modern server, an ended session).
     fn keep_session(&self, session: &Session) {
@@ -505,6 +641,7 @@ mod tests {
             name: "web".into(),
             url: "https://mcp.example.com/mcp".into(),
             headers: headers.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<BTreeMap<_, _>>(),
+            sign_in: Default::default(),
         };
         let config = ServerConfig {
             name: "web".into(),
@@ -513,7 +650,7 @@ mod tests {
             unknown: Default::default(),
             notes: Vec::new(),
         };
-        Server::new(config, &SessionOptions::default(), Arc::new(Quiet), None)
+        Server::new(config, &SessionOptions::default(), Arc::new(Quiet), None, Default::default())
     }
 
     #[test]

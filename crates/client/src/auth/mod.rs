@@ -16,7 +16,7 @@
 //! 6. [`TokenStore`] keeps what must outlive the process, never in SQLite, the config or a log:
 //!    [`default_store`] picks the OS keyring, or a 0600 file when there is none.
 //!
-//! How the HTTP transport is meant to use it (the wiring is the next step):
+//! How the HTTP transport uses it (`transport::http::StoredSignIn`, put in by the engine):
 //! - Before each request: [`authorization_for`] on the server's [`StoredAuth`] (loaded from the
 //!   [`TokenStore`] once), saving it back when it says it changed; the header goes on every POST,
 //!   GET and DELETE.

@@ -16,6 +16,7 @@
 //! session the server no longer knows (404) is [`Received::Closed`], so the server is started
 //! again and initialized anew.
 
+mod auth;
 mod failure;
 mod headers;
 mod params;
@@ -25,7 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE};
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, LOCATION, WWW_AUTHENTICATE,
+};
 use reqwest::{StatusCode, Url};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,6 +36,7 @@ use taskdeck_protocol::framing::FrameError as LineError;
 use taskdeck_protocol::{RequestId, methods};
 use tokio::sync::{mpsc, oneshot, watch};
 
+pub use self::auth::{Authorize, SignIn, StoredSignIn, probe};
 pub use self::failure::{DATA_KEY, HTTP_FAILURE, HttpFailure};
 use self::headers::{Kind, LAST_EVENT_ID, Outgoing, PROTOCOL_VERSION, SESSION_ID};
 use self::params::ParamHeaders;
@@ -51,6 +55,10 @@ pub struct HttpSpec {
     /// Sent on every request. They may hold secrets (an API key): never logged.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Where the `Authorization` header comes from, for a server that wants a sign-in: set by
+    /// whoever holds the tokens (the engine), not by the config.
+    #[serde(skip)]
+    pub sign_in: SignIn,
 }
 
 /// Debug output names the headers but never shows their values, nor the URL's query or
@@ -108,6 +116,7 @@ struct Inner {
     client: reqwest::Client,
     /// The config's headers, marked sensitive so no debug output shows them.
     headers: HeaderMap,
+    sign_in: SignIn,
     max_frame: usize,
     tx: mpsc::Sender<Received>,
     /// Set once, with the reason, when the connection is over: every exchange ends on it.
@@ -222,6 +231,7 @@ impl HttpTransport {
             url,
             client,
             headers,
+            sign_in: spec.sign_in.clone(),
             max_frame,
             tx,
             stop,
@@ -285,7 +295,8 @@ impl Transport for HttpTransport {
             if let Some(session) = session {
                 // A legacy server is told the session is over; one that does not end sessions
                 // answers 405, which is as good.
-                let mut request = self.inner.request(reqwest::Method::DELETE).header(SESSION_ID, session);
+                let request = self.inner.request(reqwest::Method::DELETE).header(SESSION_ID, session);
+                let (mut request, _) = self.inner.authorized(request).await;
                 if let Some(version) = lock(&self.inner.state).protocol_version.clone() {
                     request = request.header(PROTOCOL_VERSION, version);
                 }
@@ -388,7 +399,12 @@ impl Inner {
     /// Fails request `id` with `failure`, as an error response from the server would.
     async fn fail(&self, id: &RequestId, method: &str, failure: HttpFailure) {
         let error = failure.to_error();
-        tracing::warn!(server = %self.name, %method, %id, "{}", error.message);
+        // A refusal for want of a sign-in is the engine's to tell the user, with the way out.
+        if failure.needs_sign_in() {
+            tracing::info!(server = %self.name, %method, %id, "{}", error.message);
+        } else {
+            tracing::warn!(server = %self.name, %method, %id, "{}", error.message);
+        }
         let id = serde_json::to_value(id).unwrap_or(Value::Null);
         self.deliver(Received::Message(failure::response(&id, &error))).await;
     }
@@ -415,6 +431,43 @@ impl Inner {
     /// A request to the endpoint with the config's headers.
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
         self.client.request(method, self.url.clone()).headers(self.headers.clone())
+    }
+
+    /// `request` with the sign-in's `Authorization` header, when there is one (a header of that
+    /// name in the config wins: the user set it). Returns the value sent, to tell a 401 to it
+    /// from one to a newer sign-in.
+    async fn authorized(&self, request: reqwest::RequestBuilder) -> (reqwest::RequestBuilder, Option<String>) {
+        if self.headers.contains_key(AUTHORIZATION) {
+            return (request, None);
+        }
+        let Some(header) = self.sign_in.header().await else { return (request, None) };
+        match HeaderValue::from_str(&header) {
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                (request.header(AUTHORIZATION, value), Some(header))
+            }
+            Err(_) => {
+                tracing::warn!(server = %self.name, "the stored access token is not sendable as a header");
+                (request, None)
+            }
+        }
+    }
+
+    /// Sends what `build` makes with the sign-in's header; on a 401, once more when the sign-in
+    /// has a new header to offer (renewed, or signed in again since).
+    async fn send_authorized(
+        &self,
+        build: impl Fn() -> reqwest::RequestBuilder,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response, HttpFailure> {
+        let (request, sent) = self.authorized(build()).await;
+        let response = send(request, timeout).await?;
+        if response.status() != StatusCode::UNAUTHORIZED || !self.sign_in.rejected(sent).await {
+            return Ok(response);
+        }
+        tracing::info!(server = %self.name, "sending again with the renewed sign-in");
+        let (request, _) = self.authorized(build()).await;
+        send(request, timeout).await
     }
 
     /// The POST carrying `m`, with the headers its era asks for. Returns whether it carried
@@ -582,9 +635,9 @@ async fn write_loop(inner: Arc<Inner>, mut rx: mpsc::UnboundedReceiver<Out>) {
 /// POSTs a notification or a response, which the server accepts with 202 and nothing else.
 /// Returns whether it was accepted.
 async fn one_way(inner: &Inner, m: &Outgoing) -> bool {
-    let (request, with_session) = inner.post(m);
+    let with_session = inner.post(m).1;
     let what = m.method().unwrap_or("a response");
-    let response = match send(request, Some(HEADERS_TIMEOUT)).await {
+    let response = match inner.send_authorized(|| inner.post(m).0, Some(HEADERS_TIMEOUT)).await {
         Ok(r) => r,
         Err(HttpFailure::Unreachable { detail }) => {
             inner.unreachable(&detail).await;
@@ -680,12 +733,12 @@ async fn exchange(inner: Arc<Inner>, m: Outgoing, cancelled: oneshot::Receiver<(
 async fn run_request(inner: &Arc<Inner>, m: &Outgoing, id: &RequestId) {
     let method = m.method().unwrap_or_default();
     let modern = m.is_modern();
-    let (request, with_session) = inner.post(m);
+    let with_session = inner.post(m).1;
     let timeout = match method {
         methods::TOOLS_CALL | methods::TASKS_RESULT => None,
         _ => Some(HEADERS_TIMEOUT),
     };
-    let response = match send(request, timeout).await {
+    let response = match inner.send_authorized(|| inner.post(m).0, timeout).await {
         Ok(r) => r,
         Err(HttpFailure::Unreachable { detail }) => return inner.unreachable(&detail).await,
         Err(failure) => return inner.fail(id, method, failure).await,
@@ -817,7 +870,10 @@ async fn refused(inner: &Inner, id: &RequestId, method: &str, response: reqwest:
         StatusCode::UNAUTHORIZED => {
             return inner.fail(id, method, HttpFailure::SignInNeeded { www_authenticate }).await;
         }
-        StatusCode::FORBIDDEN => return inner.fail(id, method, HttpFailure::Forbidden { www_authenticate }).await,
+        StatusCode::FORBIDDEN => {
+            inner.sign_in.forbidden(www_authenticate.clone()).await;
+            return inner.fail(id, method, HttpFailure::Forbidden { www_authenticate }).await;
+        }
         _ => {}
     }
     let content_type = content_type(&response);
@@ -922,8 +978,8 @@ async fn stream_answer(inner: &Inner, m: &Outgoing, id: &RequestId, method: &str
             let delay = retry_delay(&decoder);
             tracing::info!(server = %inner.name, %method, %id, attempt = idle, "{detail}; resuming in {}ms", delay.as_millis());
             tokio::time::sleep(delay).await;
-            let (request, with_session) = inner.get(Some(&last));
-            match send(request, Some(HEADERS_TIMEOUT)).await {
+            let with_session = inner.get(Some(&last)).1;
+            match inner.send_authorized(|| inner.get(Some(&last)).0, Some(HEADERS_TIMEOUT)).await {
                 Ok(r) if r.status() == StatusCode::NOT_FOUND && with_session => {
                     return inner.session_gone("a resumed stream").await;
                 }
@@ -949,8 +1005,8 @@ async fn listen(inner: Arc<Inner>, mut opened: Option<oneshot::Sender<()>>) {
     let mut decoder = SseDecoder::new(inner.max_frame);
     let mut failures: u32 = 0;
     loop {
-        let (request, with_session) = inner.get(decoder.last_event_id());
-        let sent = send(request, Some(HEADERS_TIMEOUT)).await;
+        let with_session = inner.get(decoder.last_event_id()).1;
+        let sent = inner.send_authorized(|| inner.get(decoder.last_event_id()).0, Some(HEADERS_TIMEOUT)).await;
         // The first answer, whatever it is, is what the write loop waits for.
         if let Some(opened) = opened.take() {
             let _ = opened.send(());
@@ -1002,6 +1058,7 @@ mod tests {
             name: "remote".into(),
             url: "https://user:pw@example.com/mcp?key=k1".into(),
             headers: [("Authorization".to_owned(), "Bearer t0ken".to_owned())].into(),
+            sign_in: SignIn::none(),
         };
         let text = format!("{spec:?}");
         assert!(text.contains("Authorization") && text.contains("https://example.com/mcp"), "{text}");

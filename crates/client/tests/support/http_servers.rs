@@ -18,7 +18,7 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn spec(&self, name: &str) -> HttpSpec {
-        HttpSpec { name: name.into(), url: self.url.clone(), headers: Default::default() }
+        HttpSpec { name: name.into(), url: self.url.clone(), headers: Default::default(), sign_in: Default::default() }
     }
 }
 

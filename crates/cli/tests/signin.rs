@@ -1,0 +1,232 @@
+//! Signing in to a remote server from the command line, against real loopback servers: the demo
+//! server over HTTP behind a gate that lets through only the bearer tokens of a strict OAuth
+//! authorization server (the client's fixture), and the fixture's browser script as `$BROWSER`.
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use taskdeck_test_support::{LoopbackServer, demo_server_http, write_servers_config};
+
+const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
+
+fn support(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The gate in front of the demo server; killed when dropped.
+struct Gate {
+    base: String,
+    child: Child,
+}
+
+impl Gate {
+    fn start(upstream: &str) -> Gate {
+        let mut child = Command::new("python3")
+            .arg(support("tests/support/signin_gate.py"))
+            .arg(upstream)
+            // The fixture's defaults: dynamic registration, a public client, PKCE S256.
+            .arg("{}")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs the gate");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "the gate printed {line:?}");
+        Gate { base: line.trim().to_owned(), child }
+    }
+
+    fn admin(&self, what: &str) {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'', method='POST')).read()")
+            .arg(format!("{}/admin/{what}", self.base))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    /// The paths the authorization server saw, in order.
+    fn seen(&self) -> Vec<String> {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())")
+            .arg(format!("{}/admin/log", self.base))
+            .output()
+            .unwrap();
+        let log: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        log.as_array().into_iter().flatten().filter_map(|e| e["path"].as_str().map(str::to_owned)).collect()
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl From<Output> for Out {
+    fn from(o: Output) -> Self {
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+struct Env {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    _demo: LoopbackServer,
+    _state: tempfile::TempDir,
+    gate: Gate,
+}
+
+impl Env {
+    fn new() -> Env {
+        let state = tempfile::tempdir().unwrap();
+        let demo = demo_server_http(state.path(), "127.0.0.1:0");
+        let gate = Gate::start(&demo.url);
+        let dir = tempfile::tempdir().unwrap();
+        let entry = json!({"url": format!("{}/mcp", gate.base)});
+        let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
+        Env { dir, config, _demo: demo, _state: state, gate }
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
+        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
+        // Never the keyring of whoever runs the tests.
+        c.env("TASKDECK_SIGN_IN_STORE", "file");
+        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
+        c.stdin(Stdio::null());
+        c.output().unwrap().into()
+    }
+
+    fn sign_ins(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("data/sign-ins.json")).unwrap_or_default()
+    }
+
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        for dir in ["data/logs", "data/logs/servers"] {
+            for e in std::fs::read_dir(self.dir.path().join(dir)).into_iter().flatten().flatten() {
+                all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
+            }
+        }
+        all
+    }
+}
+
+const REPORT: &str = r#"{"topic":"tides","seconds":0.3}"#;
+
+#[test]
+fn a_run_before_login_exits_3_with_the_hint_then_login_signs_in_renews_and_logout_signs_out() {
+    let env = Env::new();
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 3, "waiting for the user: {out:?}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "says how to sign in: {out:?}");
+
+    let out = env.run(&["login", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let host = env.gate.base.trim_start_matches("http://");
+    assert!(out.stderr.contains(&format!("Signing in to remote at {host}")), "names the server and host: {out:?}");
+    assert!(env.gate.seen().iter().any(|p| p == "/token"), "the code was exchanged: {:?}", env.gate.seen());
+    let kept = env.sign_ins();
+    assert!(kept.contains("access_token"), "the tokens are kept: {kept}");
+
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("# Report: tides"), "{out:?}");
+
+    // An expired access token is renewed with the refresh token, without the user.
+    env.gate.admin("expire");
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_ne!(env.sign_ins(), kept, "the renewed tokens are kept");
+
+    let token = serde_json::from_str::<Value>(&env.sign_ins()).unwrap().to_string();
+    let logs = env.logs();
+    for secret in token.split('"').filter(|s| s.len() > 20 && !s.contains("://")) {
+        assert!(!logs.contains(secret), "no token or secret in a log");
+    }
+
+    let out = env.run(&["logout", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(!env.sign_ins().contains("access_token"), "the sign-in is gone: {}", env.sign_ins());
+    let out = env.run(&["tools", "remote"]);
+    assert_eq!(out.code, 3, "signed out, it asks for a sign-in again: {out:?}");
+}
+
+#[test]
+fn a_task_whose_sign_in_is_revoked_mid_run_stays_working_and_is_finished_after_login() {
+    let env = Env::new();
+    assert_eq!(env.run(&["login", "remote"]).code, 0);
+    let config = env.config.clone();
+    let data = env.dir.path().join("data");
+    let run = std::thread::spawn(move || -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(config).arg("--data-dir").arg(data);
+        c.args(["run", "remote", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#, "--json"]);
+        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
+        c.output().unwrap().into()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    env.gate.admin("revoke");
+    env.gate.admin("expire");
+    let out = run.join().unwrap();
+    assert_eq!(out.code, 3, "the task waits for the user: {out:?}");
+    let rec: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(rec["status"], "working", "not failed: {rec}");
+    assert!(rec["status_message"].as_str().unwrap_or_default().contains("taskdeck-cli login remote"), "{rec}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "{out:?}");
+
+    let out = env.run(&["resume", "--json"]);
+    assert_eq!(out.code, 3, "resume before a sign-in leaves it waiting: {out:?}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "{out:?}");
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap()[0]["status"], "working", "{out:?}");
+
+    assert_eq!(env.run(&["login", "remote"]).code, 0);
+    let out = env.run(&["resume", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let done: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(done[0]["status"], "completed", "{done}");
+}
+
+#[test]
+fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let demo = taskdeck_test_support::demo_server().display().to_string();
+    let config = write_servers_config(&dir.path().join("servers.json"), [("local", json!({"command": demo}))]);
+    let run = |args: &[&str]| -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(&config).arg("--data-dir").arg(dir.path().join("data")).args(args);
+        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
+        c.output().unwrap().into()
+    };
+    let out = run(&["login", "nowhere"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let out = run(&["logout", "nowhere"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let out = run(&["login", "local"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("needs no sign-in"), "{out:?}");
+}
