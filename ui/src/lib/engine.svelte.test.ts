@@ -19,6 +19,7 @@ const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({
   url: null,
   error: null,
   notes: [],
+  auth: 'none',
 });
 const line = (text: string): LogLine => ({ at: '2025-01-01T00:00:00Z', source: 'stderr', text });
 const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], servers: [], logs: [], tools_changed: [], ...b });
