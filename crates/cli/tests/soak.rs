@@ -201,11 +201,14 @@ impl Lane {
     fn new(index: usize, seed: u64) -> Lane {
         let dir = tempfile::Builder::new().prefix("taskdeck-soak-").tempdir().expect("a temporary directory");
         let state = dir.path().join("demo-state");
-        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", demo_server_entry(&state))]);
+        let era = if index.is_multiple_of(2) { "modern" } else { "legacy" };
+        let mut entry = demo_server_entry(&state);
+        entry["era"] = json!(era);
+        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
         Lane {
             index,
             seed,
-            era: if index.is_multiple_of(2) { "modern" } else { "legacy" },
+            era,
             dir,
             config,
             state,
@@ -222,7 +225,6 @@ impl Lane {
         let mut c = Command::new(CLI);
         c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
         c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.env("TASKDECK_FORCE_ERA", self.era);
         c.stdin(Stdio::null());
         c
     }
