@@ -149,30 +149,26 @@ impl ServerStatus {
     pub fn disabled(config: &ServerConfig) -> ServerStatus {
         let endpoint = &config.endpoint;
         ServerStatus {
-            name: config.name.clone(),
-            phase: ServerPhase::Disabled,
-            era: None,
-            protocol_version: None,
-            tasks: None,
-            server_name: None,
-            server_version: None,
-            pid: None,
-            restarts: 0,
-            last_error: None,
             command: endpoint.describe(),
-            transport: endpoint.kind().into(),
             url: endpoint_url(endpoint),
-            error: None,
             notes: config.notes.clone(),
-            auth: AuthState::None,
+            ..ServerStatus::not_run(&config.name, ServerPhase::Disabled, endpoint.kind())
         }
     }
 
     /// The row of an entry that could not be read, so that a list of servers shows it with its error.
     pub fn unreadable(entry: &UnreadableEntry) -> ServerStatus {
         ServerStatus {
-            name: entry.name.clone(),
-            phase: ServerPhase::Invalid,
+            error: Some(entry.error.to_string()),
+            ..ServerStatus::not_run(&entry.name, ServerPhase::Invalid, entry.transport.unwrap_or("unknown"))
+        }
+    }
+
+    /// A config entry that runs nothing: no session, so nothing of one.
+    fn not_run(name: &str, phase: ServerPhase, transport: &str) -> ServerStatus {
+        ServerStatus {
+            name: name.to_owned(),
+            phase,
             era: None,
             protocol_version: None,
             tasks: None,
@@ -182,9 +178,9 @@ impl ServerStatus {
             restarts: 0,
             last_error: None,
             command: String::new(),
-            transport: entry.transport.unwrap_or("unknown").into(),
+            transport: transport.into(),
             url: None,
-            error: Some(entry.error.to_string()),
+            error: None,
             notes: Vec::new(),
             auth: AuthState::None,
         }
