@@ -16,6 +16,7 @@
 //! front end.
 
 pub mod config;
+pub mod config_edit;
 mod decide;
 mod driver;
 mod engine;
