@@ -29,6 +29,7 @@ mod live;
 pub mod lock;
 pub mod logs;
 mod options;
+pub mod secrets;
 mod servers;
 pub mod supervisor;
 mod validate;
