@@ -25,6 +25,7 @@ mod event;
 mod gate;
 pub mod history;
 mod hub;
+pub mod import;
 mod live;
 pub mod lock;
 pub mod logs;
