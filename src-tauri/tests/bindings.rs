@@ -70,6 +70,15 @@ fn rendered() -> Vec<(String, String)> {
         render::<AuthState>(&cfg),
         render::<LogLine>(&cfg),
         render::<ToolInfo>(&cfg),
+        render::<taskdeck_app::commands::ImportChoice>(&cfg),
+        render::<taskdeck_engine::import::Found>(&cfg),
+        render::<taskdeck_engine::import::FoundEntry>(&cfg),
+        render::<taskdeck_engine::import::EntryStatus>(&cfg),
+        render::<taskdeck_engine::import::InputNeeded>(&cfg),
+        render::<taskdeck_engine::import::Host>(&cfg),
+        render::<taskdeck_engine::import::ImportReport>(&cfg),
+        render::<taskdeck_engine::config_edit::NewServer>(&cfg),
+        render::<taskdeck_engine::config_edit::SettingsEdit>(&cfg),
         render::<serde_json::Value>(&cfg),
     ]
 }

@@ -647,6 +647,35 @@ pub fn choose<'a>(found: &'a [Found], selection: &Selection) -> Result<(Vec<Chos
     Ok((chosen, skipped))
 }
 
+/// Exactly the entries named by (file, name), as a front end that showed [`scan`]'s answer picks
+/// them: each must be there and importable, and none may clash.
+pub fn pick<'a>(found: &'a [Found], picks: &[(String, String)]) -> Result<Vec<Chosen<'a>>, ImportError> {
+    let mut chosen: Vec<Chosen<'a>> = Vec::new();
+    for (path, name) in picks {
+        let f = found.iter().find(|f| &f.path == path).ok_or_else(|| ImportError::NoSuchFile { path: path.clone() })?;
+        let entry = f
+            .entries
+            .iter()
+            .find(|e| &e.name == name)
+            .ok_or_else(|| ImportError::UnknownServer { name: name.clone(), where_: path.clone() })?;
+        match entry.status {
+            EntryStatus::Clash => return Err(ImportError::Clash { name: name.clone() }),
+            EntryStatus::CannotImport => {
+                let reason = entry.problem.clone().unwrap_or_default();
+                return Err(ImportError::CannotImport { name: name.clone(), reason });
+            }
+            EntryStatus::Same => {}
+            EntryStatus::New if chosen.iter().any(|c| &c.entry.name == name) => {
+                let files = chosen.iter().filter(|c| &c.entry.name == name).map(|c| c.found.path.clone());
+                let files = files.chain([path.clone()]).collect::<Vec<_>>().join(", ");
+                return Err(ImportError::Ambiguous { name: name.clone(), files });
+            }
+            EntryStatus::New => chosen.push(Chosen { found: f, entry }),
+        }
+    }
+    Ok(chosen)
+}
+
 /// The key a password input of `server` is kept under.
 pub fn secret_key(server: &str, input: &str) -> String {
     let clean = |s: &str| -> String {

@@ -1,10 +1,15 @@
 // Generated from src-tauri/src/registry.in by src-tauri/tests/bindings.rs (`make bindings`). Do not edit.
 import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
+import type { Found } from "./Found";
+import type { ImportChoice } from "./ImportChoice";
+import type { ImportReport } from "./ImportReport";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
+import type { SettingsEdit } from "./SettingsEdit";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
 import type { TaskSummary } from "./TaskSummary";
@@ -32,4 +37,10 @@ export type Commands = {
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
+  import_preview: { args: { from: string | null }; response: Array<Found> };
+  import_apply: { args: { from: string | null; choices: Array<ImportChoice>; inputs: { [key in string]: string } }; response: ImportReport };
+  add_server: { args: { name: string; server: NewServer }; response: null };
+  remove_server: { args: { name: string }; response: null };
+  server_settings: { args: { name: string }; response: SettingsEdit };
+  update_server_settings: { args: { name: string; settings: SettingsEdit }; response: null };
 };
