@@ -22,10 +22,10 @@ export function splitArgs(text: string): { ok: true; args: string[] } | { ok: fa
   let inWord = false;
   let quote: '"' | "'" | null = null;
   for (let i = 0; i < text.length; i++) {
-    const c = text[i];
+    const c = text.charAt(i);
     if (quote) {
       if (c === quote) quote = null;
-      else if (c === '\\' && quote === '"' && (text[i + 1] === '"' || text[i + 1] === '\\')) current += text[++i];
+      else if (c === '\\' && quote === '"' && (text.charAt(i + 1) === '"' || text.charAt(i + 1) === '\\')) current += text.charAt(++i);
       else current += c;
     } else if (c === '"' || c === "'") {
       quote = c;
@@ -52,7 +52,7 @@ export function parsePairs(text: string, sep: '=' | ':'): { ok: true; pairs: [st
   const pairs: [string, string][] = [];
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
+    const line = (lines[i] ?? '').trim();
     if (line === '') continue;
     const at = line.indexOf(sep);
     const name = at < 0 ? '' : line.slice(0, at).trim();
