@@ -366,6 +366,7 @@ pub fn update_settings(paths: &Paths, name: &str, edit: &SettingsEdit) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn paths(dir: &Path) -> Paths {
         Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }
@@ -527,6 +528,25 @@ mod tests {
         // one or the other.
         #[cfg(unix)]
         assert_ne!(std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&p.config).unwrap()), before);
+    }
+
+    #[tokio::test]
+    async fn the_config_watcher_sees_an_edit_once_it_is_written() {
+        use crate::config::{ConfigStamp, next_config_change};
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        std::fs::write(&p.config, WRITTEN).unwrap();
+        let before = ConfigStamp::of(&p.config);
+        let path = p.config.clone();
+        let last = before.clone();
+        let watcher = tokio::spawn(async move {
+            next_config_change(&path, &last, Duration::from_millis(20), Duration::from_millis(60)).await
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        add_server(&p, "new", &NewServer::Command { command: "x".into(), args: vec![], env: vec![] }).unwrap();
+        let seen = tokio::time::timeout(Duration::from_secs(10), watcher).await.unwrap().unwrap();
+        assert_ne!(seen, before);
+        assert_eq!(seen, ConfigStamp::of(&p.config), "what the watcher hands on is the new file");
     }
 
     #[test]

@@ -1,0 +1,69 @@
+// A server added without editing JSON: the "Add server" dialog writes Taskdeck's config (created
+// with the demo server in it, since there was none), the config watcher applies it without Reload,
+// and the new server starts; its Settings panel then disables it the same way.
+
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { test } from 'node:test';
+import { By } from 'selenium-webdriver';
+import { appBinary, eventually, invoke, startApp, waitFor } from '../support/app.mjs';
+
+test('a server added through the dialog is written to the config and starts', async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-add-'));
+  const configPath = join(scratch, 'config', 'servers.json');
+  const app = await startApp({ dataDir: join(scratch, 'data'), configPath });
+  try {
+    const { driver } = app;
+    await (await waitFor(driver, '[data-testid="nav-servers"]')).click();
+    await waitFor(driver, '[data-testid="server-row"][data-server="demo"]');
+    assert.equal(existsSync(configPath), false, 'no config yet: the embedded demo runs');
+
+    await (await waitFor(driver, '[data-testid="server-add"]')).click();
+    const dialog = await waitFor(driver, '[data-testid="add-server-dialog"]');
+    await (await dialog.findElement(By.css('[data-testid="add-server-kind-command"]'))).click();
+    await (await dialog.findElement(By.css('[data-testid="add-server-target"]'))).sendKeys(join(dirname(appBinary), 'taskdeck-demo-server'));
+    await (await dialog.findElement(By.css('[data-testid="add-server-args"]'))).sendKeys(`--state "${join(scratch, 'second state')}"`);
+    const name = await dialog.findElement(By.css('[data-testid="add-server-name"]'));
+    assert.equal(await name.getAttribute('value'), 'taskdeck-demo-server', 'the name is suggested from the command');
+    await name.clear();
+    await name.sendKeys('second');
+    await (await dialog.findElement(By.css('[data-testid="add-server-submit"]'))).click();
+
+    // Applied by the watcher, not by Reload: the row appears and the server starts.
+    const row = await waitFor(driver, '[data-testid="server-row"][data-server="second"]', 10000);
+    const written = JSON.parse(readFileSync(configPath, 'utf8'));
+    assert.deepEqual(Object.keys(written.mcpServers), ['demo', 'second'], 'the demo server is kept');
+    assert.deepEqual(written.mcpServers.second.args, ['--state', join(scratch, 'second state')]);
+    const tools = await invoke(driver, 'list_tools', { server: 'second' });
+    assert.ok(tools.some((t) => t.name === 'generate_report'), JSON.stringify(tools));
+    assert.ok(await eventually(async () => (await row.getAttribute('data-phase')) === 'ready'), 'the added server is ready');
+
+    // The same name again is refused by its code, on the name field.
+    await (await waitFor(driver, '[data-testid="server-add"]')).click();
+    const again = await waitFor(driver, '[data-testid="add-server-dialog"]');
+    await (await again.findElement(By.css('[data-testid="add-server-target"]'))).sendKeys('https://mcp.example.com/mcp');
+    const name2 = await again.findElement(By.css('[data-testid="add-server-name"]'));
+    await name2.clear();
+    await name2.sendKeys('second');
+    await (await again.findElement(By.css('[data-testid="add-server-submit"]'))).click();
+    const clash = await waitFor(driver, '[data-testid="add-server-name-error"]');
+    assert.match(await clash.getText(), /already in the config/);
+    await (await again.findElement(By.xpath(".//button[normalize-space()='Cancel']"))).click();
+    assert.ok(await eventually(async () => (await driver.findElements(By.css('[data-testid="add-server-dialog"]'))).length === 0));
+
+    // Disabled from its Settings panel: written to its entry, and the row moves to the disabled ones.
+    await (await row.findElement(By.css('[data-testid="server-settings-open"]'))).click();
+    const settings = await waitFor(driver, '[data-testid="server-settings"][data-server="second"]');
+    const enabled = await waitFor(driver, '[data-testid="settings-enabled"]');
+    assert.equal(await enabled.isSelected(), true);
+    await enabled.click();
+    await (await settings.findElement(By.css('[data-testid="settings-save"]'))).click();
+    await waitFor(driver, '[data-testid="server-disabled"][data-server="second"]', 10000);
+    assert.equal(JSON.parse(readFileSync(configPath, 'utf8')).mcpServers.second.disabled, true);
+  } finally {
+    await app.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+});
