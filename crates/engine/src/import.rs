@@ -207,7 +207,13 @@ pub struct InputNeeded {
 pub fn scan(paths: &Paths, files: &[HostFile]) -> Result<Vec<Found>, EditError> {
     let taskdeck = ConfigFile::open(paths)?;
     let home = platform::dirs(&|k: &str| std::env::var_os(k).map(PathBuf::from)).map(|d| d.home);
-    Ok(files.iter().filter(|f| f.path.exists()).map(|f| read_host_file(f, &taskdeck, home.as_deref())).collect())
+    let mut found: Vec<Found> =
+        files.iter().filter(|f| f.path.exists()).map(|f| read_host_file(f, &taskdeck, home.as_deref())).collect();
+    // A VS Code settings.json without MCP servers is an ordinary settings file: nothing to list.
+    found.retain(|f| {
+        !(f.host == Host::Vscode && f.path.ends_with("settings.json") && f.error.is_none() && f.entries.is_empty())
+    });
+    Ok(found)
 }
 
 /// What `file` holds; `taskdeck` is what each entry is compared with.
@@ -919,6 +925,25 @@ mod tests {
         let report = apply(&paths, &chosen, skipped, &BTreeMap::new(), None, true).unwrap();
         assert!(report.dry_run && report.config_text.contains("\"y\""));
         assert!(!std::fs::read_to_string(&paths.config).unwrap().contains("\"y\""), "a dry run writes nothing");
+    }
+
+    #[test]
+    fn vscode_settings_are_listed_only_when_they_hold_mcp_servers() {
+        let (dir, paths) = setup(r#"{"mcpServers": {}}"#);
+        let plain = host_file(
+            dir.path(),
+            Host::Vscode,
+            "settings.json",
+            r#"{"editor.fontSize": 14, // mine
+        }"#,
+        );
+        assert!(scan(&paths, &[plain]).unwrap().is_empty());
+        let sub = dir.path().join("old");
+        std::fs::create_dir_all(&sub).unwrap();
+        let old =
+            host_file(&sub, Host::Vscode, "settings.json", r#"{"mcp": {"servers": {"gh": {"command": "gh-mcp"}}}}"#);
+        let found = scan(&paths, &[old]).unwrap();
+        assert_eq!(found[0].entries[0].name, "gh");
     }
 
     #[test]
