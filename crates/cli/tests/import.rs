@@ -2,6 +2,9 @@
 //! at their usual places under a temporary HOME (and XDG_CONFIG_HOME, APPDATA), writing Taskdeck's
 //! config, after which `servers` lists the imported servers and a task runs on one of them.
 
+// The main test starts a server through `sh`, so it is Unix-only; its helpers are unused elsewhere.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

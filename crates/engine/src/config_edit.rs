@@ -288,7 +288,7 @@ fn set(entry: &mut Map<String, Value>, key: &str, value: Option<Value>) {
     }
 }
 
-fn check_name(name: &str) -> Result<(), EditError> {
+pub(crate) fn check_name(name: &str) -> Result<(), EditError> {
     let invalid = |reason: &str| EditError::Invalid { field: "name".into(), reason: reason.into() };
     if name.trim().is_empty() {
         return Err(invalid("a server needs a name"));
@@ -308,7 +308,7 @@ fn check_name(name: &str) -> Result<(), EditError> {
 /// The entry must read back as a server: what the loader would list as unreadable is refused
 /// before it is written. `${env:NAME}` references are taken as set, because they are resolved
 /// where Taskdeck runs, later.
-fn check_entry(file: &Path, name: &str, entry: &Map<String, Value>) -> Result<(), EditError> {
+pub(crate) fn check_entry(file: &Path, name: &str, entry: &Map<String, Value>) -> Result<(), EditError> {
     let mut servers = Map::new();
     servers.insert(name.to_owned(), Value::Object(entry.clone()));
     let text = serde_json::json!({ "mcpServers": servers }).to_string();

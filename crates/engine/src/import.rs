@@ -237,7 +237,13 @@ pub fn read_host_file(file: &HostFile, taskdeck: &ConfigFile, home: Option<&Path
         return found;
     };
     let inputs = read_inputs(inputs);
-    let ctx = Context { host: file.host, dir: file.path.parent().unwrap_or(Path::new(".")), home, inputs: &inputs };
+    let ctx = Context {
+        host: file.host,
+        file: &file.path,
+        dir: file.path.parent().unwrap_or(Path::new(".")),
+        home,
+        inputs: &inputs,
+    };
     for (name, raw) in servers {
         found.entries.push(ctx.entry(name, raw, taskdeck));
     }
@@ -300,6 +306,8 @@ fn cut(s: &str, max: usize) -> String {
 
 struct Context<'a> {
     host: Host,
+    /// The file itself, which errors name.
+    file: &'a Path,
     /// The file's folder, for its relative paths.
     dir: &'a Path,
     home: Option<&'a Path>,
@@ -319,7 +327,17 @@ impl Context<'_> {
             inputs: Vec::new(),
             entry: None,
         };
-        match self.translate(name, raw) {
+        match self.translate(name, raw).and_then(|(entry, inputs)| {
+            // What Taskdeck's loader would refuse is said now, not when the import is applied.
+            crate::config_edit::check_name(name).map_err(|e| e.to_string())?;
+            let mut probe = Value::Object(entry.clone());
+            let stand_ins = inputs.iter().map(|i| (format!("${{input:{}}}", i.id), "input".to_owned())).collect();
+            replace_all(&mut probe, &stand_ins);
+            if let Value::Object(probe) = &probe {
+                crate::config_edit::check_entry(Path::new(self.file), name, probe).map_err(|e| e.to_string())?;
+            }
+            Ok((entry, inputs))
+        }) {
             Ok((entry, inputs)) => {
                 found.status = match taskdeck.entry(name) {
                     None => EntryStatus::New,
@@ -821,7 +839,8 @@ mod tests {
             "mcp.json",
             r#"{"mcpServers": {"same": {"command": "s"}, "clash": {"command": "new"}, "new": {"url": "https://n.example/mcp"},
                 "old": {"type": "sse", "url": "https://o.example/sse"}, "ws": {"command": "x", "args": ["${workspaceFolder}"]},
-                "home": {"command": "${userHome}/bin/srv", "env": {"T": "${env:TOKEN}"}}}}"#,
+                "home": {"command": "${userHome}/bin/srv", "env": {"T": "${env:TOKEN}"}},
+                "plain": {"url": "http://remote.example/mcp"}}}"#,
         );
         let found = scan(&paths, &[f]).unwrap();
         let status: Vec<_> = found[0].entries.iter().map(|e| (e.name.as_str(), e.status)).collect();
@@ -834,8 +853,10 @@ mod tests {
                 ("old", EntryStatus::CannotImport),
                 ("ws", EntryStatus::CannotImport),
                 ("home", EntryStatus::New),
+                ("plain", EntryStatus::CannotImport),
             ]
         );
+        assert!(found[0].entries[6].problem.as_deref().unwrap().contains("mcpServers.plain.url: plain http://"));
         assert!(found[0].entries[3].problem.as_deref().unwrap().contains("HTTP+SSE"));
         assert!(found[0].entries[4].problem.as_deref().unwrap().contains("${workspaceFolder}"));
         let home = found[0].entries[5].entry.as_ref().unwrap();
