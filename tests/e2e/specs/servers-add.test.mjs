@@ -1,9 +1,10 @@
 // A server added without editing JSON: the "Add server" dialog writes Taskdeck's config (created
 // with the demo server in it, since there was none), the config watcher applies it without Reload,
-// and the new server starts; its Settings panel then disables it the same way.
+// and the new server starts; its Settings panel then disables it the same way. The Import dialog
+// copies a server of another host's config the same way, leaving that file as it was.
 
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
@@ -62,6 +63,47 @@ test('a server added through the dialog is written to the config and starts', as
     await (await settings.findElement(By.css('[data-testid="settings-save"]'))).click();
     await waitFor(driver, '[data-testid="server-disabled"][data-server="second"]', 10000);
     assert.equal(JSON.parse(readFileSync(configPath, 'utf8')).mcpServers.second.disabled, true);
+  } finally {
+    await app.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+test('a server of Claude Desktop’s config is imported from the dialog, its file left as it was', async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-import-'));
+  const xdg = join(scratch, 'xdg');
+  const claude = join(xdg, 'Claude', 'claude_desktop_config.json');
+  mkdirSync(dirname(claude), { recursive: true });
+  const entry = { command: join(dirname(appBinary), 'taskdeck-demo-server'), args: ['--state', join(scratch, 'claude state')] };
+  writeFileSync(claude, JSON.stringify({ mcpServers: { 'from-claude': entry, old: { type: 'sse', url: 'https://o.example/sse' } } }, null, 2));
+  const before = readFileSync(claude);
+  // The app looks for other hosts' files under the XDG folders it is started with.
+  const saved = process.env.XDG_CONFIG_HOME;
+  process.env.XDG_CONFIG_HOME = xdg;
+  const configPath = join(scratch, 'config', 'servers.json');
+  let app;
+  try {
+    app = await startApp({ dataDir: join(scratch, 'data'), configPath });
+  } finally {
+    if (saved === undefined) delete process.env.XDG_CONFIG_HOME;
+    else process.env.XDG_CONFIG_HOME = saved;
+  }
+  try {
+    const { driver } = app;
+    await (await waitFor(driver, '[data-testid="nav-servers"]')).click();
+    await (await waitFor(driver, '[data-testid="server-import"]')).click();
+    const fresh = await waitFor(driver, '[data-testid="import-entry"][data-server="from-claude"][data-status="new"]');
+    assert.equal(await (await fresh.findElement(By.css('input[type="checkbox"]'))).isSelected(), true, 'a new entry is ticked');
+    const old = await waitFor(driver, '[data-testid="import-entry"][data-server="old"][data-status="cannot_import"]');
+    assert.match(await old.getText(), /HTTP\+SSE/);
+    assert.equal(await (await old.findElement(By.css('input[type="checkbox"]'))).isEnabled(), false);
+    await (await waitFor(driver, '[data-testid="import-submit"]')).click();
+
+    const row = await waitFor(driver, '[data-testid="server-row"][data-server="from-claude"]', 10000);
+    await invoke(driver, 'list_tools', { server: 'from-claude' });
+    assert.ok(await eventually(async () => (await row.getAttribute('data-phase')) === 'ready'));
+    assert.deepEqual(Object.keys(JSON.parse(readFileSync(configPath, 'utf8')).mcpServers), ['demo', 'from-claude']);
+    assert.deepEqual(readFileSync(claude), before, 'Claude Desktop’s file is byte-identical');
   } finally {
     await app.stop();
     rmSync(scratch, { recursive: true, force: true });
