@@ -731,6 +731,7 @@ pub fn apply(
         for input in &c.entry.inputs {
             let value = values
                 .get(&input.id)
+                .filter(|v| !v.is_empty())
                 .cloned()
                 .or_else(|| input.default.clone())
                 .ok_or_else(|| ImportError::MissingInput { name: name.clone(), id: input.id.clone() })?;
