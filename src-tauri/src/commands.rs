@@ -637,11 +637,24 @@ pub async fn add_server(
     blocking(move || taskdeck_engine::config_edit::add_server(&paths, &name, &server).map_err(edit_error)).await
 }
 
-/// Removes a server from Taskdeck's config.
+/// Removes a server from Taskdeck's config, and the secrets an import kept for it alone.
 #[tauri::command]
 pub async fn remove_server(state: State<'_, AppState>, name: String) -> Result<()> {
     let paths = state.paths.clone();
-    blocking(move || taskdeck_engine::config_edit::remove_server(&paths, &name).map_err(edit_error)).await
+    blocking(move || {
+        let keys = taskdeck_engine::config_edit::remove_server(&paths, &name).map_err(edit_error)?;
+        if !keys.is_empty() {
+            let (store, _) = taskdeck_engine::supervisor::sign_in_store(&paths.data_dir);
+            for key in keys {
+                // The server is gone either way; a secret left behind is named in the log, never its value.
+                if let Err(e) = store.delete_secret(&key) {
+                    tracing::warn!(server = %name, secret = %key, "could not forget the server's secret: {e}");
+                }
+            }
+        }
+        Ok(())
+    })
+    .await
 }
 
 /// A server's per-server settings as its config entry has them.

@@ -349,11 +349,14 @@ pub fn add_server(paths: &Paths, name: &str, server: &NewServer) -> Result<(), E
     file.save()
 }
 
-/// Removes one server from the config at `paths` and writes it.
-pub fn remove_server(paths: &Paths, name: &str) -> Result<(), EditError> {
+/// Removes one server from the config at `paths` and writes it. Returns the keys of the secrets
+/// its entry named and no other entry does, for the caller to forget in the sign-in store.
+pub fn remove_server(paths: &Paths, name: &str) -> Result<Vec<String>, EditError> {
     let mut file = ConfigFile::open(paths)?;
-    file.remove(name)?;
-    file.save()
+    let removed = file.remove(name)?;
+    file.save()?;
+    let still = crate::secrets::keys_in(&Value::Object(file.servers().clone()));
+    Ok(crate::secrets::keys_in(&removed).into_iter().filter(|k| !still.contains(k)).collect())
 }
 
 /// Changes one server's settings in the config at `paths` and writes it.
@@ -433,11 +436,25 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = paths(dir.path());
         std::fs::write(&p.config, WRITTEN).unwrap();
-        remove_server(&p, "b").unwrap();
+        assert_eq!(remove_server(&p, "b").unwrap(), Vec::<String>::new());
         let after: Value = serde_json::from_str(&std::fs::read_to_string(&p.config).unwrap()).unwrap();
         assert_eq!(keys(&after["mcpServers"]), ["a", "m"]);
         assert_eq!(keys(&after), ["zeta", "mcpServers", "alpha"]);
         assert!(matches!(remove_server(&p, "b"), Err(EditError::NotFound { .. })));
+    }
+
+    #[test]
+    fn removing_a_server_names_the_secrets_only_it_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = paths(dir.path());
+        std::fs::write(
+            &p.config,
+            r#"{"mcpServers": {"a": {"command": "a", "env": {"K": "${secret:a.key}", "S": "${secret:shared}"}},
+                "b": {"url": "https://b.example/mcp", "headers": {"X": "${secret:shared}"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(remove_server(&p, "a").unwrap(), ["a.key"]);
+        assert_eq!(remove_server(&p, "b").unwrap(), ["shared"]);
     }
 
     #[test]

@@ -29,6 +29,32 @@ pub fn valid_key(key: &str) -> bool {
         && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
+/// The keys of the secrets named anywhere in `value` (an entry of the config), sorted, once each.
+pub fn keys_in(value: &serde_json::Value) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut visit = vec![value];
+    while let Some(v) = visit.pop() {
+        match v {
+            serde_json::Value::String(s) => {
+                let mut rest = s.as_str();
+                while let Some(at) = rest.find(OPEN) {
+                    let after = &rest[at + OPEN.len()..];
+                    let Some(end) = after.find('}') else { break };
+                    if valid_key(&after[..end]) && !keys.iter().any(|k| k == &after[..end]) {
+                        keys.push(after[..end].to_owned());
+                    }
+                    rest = &after[end + 1..];
+                }
+            }
+            serde_json::Value::Array(a) => visit.extend(a),
+            serde_json::Value::Object(o) => visit.extend(o.values()),
+            _ => {}
+        }
+    }
+    keys.sort();
+    keys
+}
+
 /// `text` with every `${secret:KEY}` replaced by the secret's value; `Err` names the key that is
 /// missing or malformed (never a value).
 pub fn substitute(text: &str, lookup: &impl Fn(&str) -> Result<Option<Secret>, String>) -> Result<String, String> {
@@ -146,6 +172,12 @@ mod tests {
     }
 
     #[test]
+    fn the_secrets_an_entry_names_are_found_once_each() {
+        let entry = serde_json::json!({"env": {"A": "${secret:s.a}", "B": "x${secret:s.b}y${secret:s.a}"}, "args": ["${secret:bad key}"]});
+        assert_eq!(keys_in(&entry), ["s.a", "s.b"]);
+    }
+
+    #[test]
     fn the_file_store_keeps_secrets_beside_sign_ins_privately() {
         let dir = tempfile::tempdir().unwrap();
         let store = FileStore::in_dir(dir.path());
@@ -155,6 +187,8 @@ mod tests {
             Some("v1".into())
         );
         assert!(store.load("a").unwrap().is_none());
+        store.delete_secret("a.b").unwrap();
+        assert!(store.load_secret("a.b").unwrap().is_none());
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

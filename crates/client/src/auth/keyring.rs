@@ -150,6 +150,10 @@ impl TokenStore for KeyringStore {
     fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
         self.entry(&secret_account(key))?.set_password(value.expose()).map_err(store_error)
     }
+
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        self.remove(&secret_account(key))
+    }
 }
 
 /// A config secret's account, apart from the sign-ins' (which are server names).

@@ -131,6 +131,11 @@ pub trait TokenStore: Send + Sync {
         let _ = (key, value);
         Err(AuthError::Store { detail: format!("{} keeps no other secrets", self.describe()) })
     }
+    /// Forgets the secret `key`; one not kept is no error.
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        let _ = key;
+        Ok(())
+    }
 }
 
 /// In memory only: a front end that must not write anything, and the tests.
@@ -160,6 +165,10 @@ impl TokenStore for MemoryStore {
     }
     fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
         self.secrets.lock().map_err(|_| poisoned())?.insert(key.to_owned(), value.expose().to_owned());
+        Ok(())
+    }
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        self.secrets.lock().map_err(|_| poisoned())?.remove(key);
         Ok(())
     }
 }
@@ -282,6 +291,15 @@ impl TokenStore for FileStore {
         contents.version = 1;
         contents.secrets.insert(key.to_owned(), value.expose().to_owned());
         self.write(&contents)
+    }
+
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        let _guard = self.lock.lock().map_err(|_| poisoned())?;
+        let mut contents = self.read()?;
+        if contents.secrets.remove(key).is_some() {
+            self.write(&contents)?;
+        }
+        Ok(())
     }
 }
 
