@@ -63,4 +63,4 @@ test: lint test-rust $(TEST_SUITES)
 
 clean:
 	cargo clean
-	rm -rf .cache tests/peers/node_modules tests/e2e/node_modules ui/node_modules ui/dist bench/node_modules
+	rm -rf .cache tests/peers/node_modules tests/peers/.venv tests/e2e/node_modules ui/node_modules ui/dist bench/node_modules
