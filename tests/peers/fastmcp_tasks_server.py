@@ -15,17 +15,38 @@ restart is, to a client, a server that no longer knows its tasks.
 """
 
 import argparse
-import asyncio
 import socket
-import sys
-from datetime import timedelta
 
-import mcp_types
-from fastmcp import Context, FastMCP
-from fastmcp.dependencies import CurrentContext
-from fastmcp.exceptions import ToolError
-from fastmcp.utilities.tasks import TaskConfig
-from fastmcp_tasks import TasksExtension
+
+def listener(port: int) -> socket.socket:
+    """The listening socket, bound before anything else so that the printed URL is the real one."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # A test restarts the server on the port of the one it killed.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    return sock
+
+
+# The port is taken before FastMCP is imported, which takes seconds: a restarted server is
+# reachable at once, and what a client sends meanwhile waits in the socket's backlog instead of
+# being refused.
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0)
+    SOCKET = listener(parser.parse_args().port)
+    print(f"http://127.0.0.1:{SOCKET.getsockname()[1]}/mcp", flush=True)
+
+import asyncio  # noqa: E402
+import sys  # noqa: E402
+from datetime import timedelta  # noqa: E402
+
+import mcp_types  # noqa: E402
+from fastmcp import Context, FastMCP  # noqa: E402
+from fastmcp.dependencies import CurrentContext  # noqa: E402
+from fastmcp.exceptions import ToolError  # noqa: E402
+from fastmcp.utilities.tasks import TaskConfig  # noqa: E402
+from fastmcp_tasks import TasksExtension  # noqa: E402
 
 # FastMCP's default poll interval is 5 s; the tests would spend most of their time waiting.
 TASK = TaskConfig(mode="required", poll_interval=timedelta(milliseconds=100))
@@ -76,7 +97,8 @@ async def deploy(service: str, ctx: Context = CurrentContext()) -> str | mcp_typ
             }
         )
     if answer.action != "accept" or not answer.content:
-        raise ToolError(f"Deployment of {service} stopped: the question was {answer.action}ed")
+        said = {"decline": "declined", "cancel": "dismissed"}.get(answer.action, "not answered")
+        raise ToolError(f"Deployment of {service} stopped: the question was {said}")
     environment = answer.content.get("environment")
     await ctx.report_progress(2, 2, f"Deploying {service} to {environment}")
     await asyncio.sleep(0.3)
@@ -108,25 +130,8 @@ async def crunch(seconds: float = 60.0, ctx: Context = CurrentContext()) -> str:
     return f"Crunched for {seconds:g} s."
 
 
-def listener(port: int) -> socket.socket:
-    """The listening socket, bound before anything else so that the printed URL is the real one."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    # A test restarts the server on the port of the one it killed.
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=0)
-    args = parser.parse_args()
-    sock = listener(args.port)
-    port = sock.getsockname()[1]
-    # Connections made before the server is up wait in the socket's backlog.
-    print(f"http://127.0.0.1:{port}/mcp", flush=True)
+    port = SOCKET.getsockname()[1]
     asyncio.run(
         mcp.run_http_async(
             show_banner=False,
@@ -134,7 +139,7 @@ def main() -> None:
             port=port,
             path="/mcp",
             log_level="warning",
-            sockets=[sock],
+            sockets=[SOCKET],
         )
     )
 
