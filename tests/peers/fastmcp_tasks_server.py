@@ -38,7 +38,10 @@ if __name__ == "__main__":
     print(f"http://127.0.0.1:{SOCKET.getsockname()[1]}/mcp", flush=True)
 
 import asyncio  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 from datetime import timedelta  # noqa: E402
 
 import mcp_types  # noqa: E402
@@ -130,7 +133,20 @@ async def crunch(seconds: float = 60.0, ctx: Context = CurrentContext()) -> str:
     return f"Crunched for {seconds:g} s."
 
 
+def exit_with_parent() -> None:
+    """Ends the server when whoever started it is gone (a test run killed), so none is left behind."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> None:
+    exit_with_parent()
     port = SOCKET.getsockname()[1]
     asyncio.run(
         mcp.run_http_async(

@@ -28,12 +28,14 @@ impl FastMcp {
     /// Starts the server on `port` (0 for a free one) and waits for the URL it prints.
     fn start(dir: &std::path::Path, port: u16) -> FastMcp {
         let root = workspace_root();
-        let python = root.join("tests/peers/.venv/bin/python");
+        let venv = root.join("tests/peers/.venv");
+        // `make peers` marks the venv once everything in it is installed.
         assert!(
-            python.exists(),
-            "{} is missing: run `make peers` (it installs FastMCP 4 and fastmcp-tasks into tests/peers/.venv)",
-            python.display()
+            venv.join(".installed").exists(),
+            "{} is missing or incomplete: run `make peers` (it installs FastMCP 4 and fastmcp-tasks there)",
+            venv.display()
         );
+        let python = venv.join("bin/python");
         let script = root.join("tests/peers/fastmcp_tasks_server.py");
         let deadline = Instant::now() + Duration::from_secs(40);
         let mut attempt = 0;
