@@ -11,6 +11,7 @@ pub mod registry;
 pub mod rendering;
 #[cfg(test)]
 mod testing;
+mod theme;
 pub mod tray;
 pub mod window;
 
