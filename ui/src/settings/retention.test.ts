@@ -31,7 +31,8 @@ describe('the retention form', () => {
   it('says the policy in words', () => {
     expect(describeRetention({ keep_days: null, keep_tasks: null, max_mb: null })).toBe('Every task is kept.');
     const text = describeRetention({ keep_days: 1, keep_tasks: 1000, max_mb: null });
-    expect(text).toMatch(/^Finished tasks older than 1 day are removed; at most 1,000 finished tasks are kept\./);
+    expect(text).toMatch(/^Finished tasks are kept for 1 day, up to 1,000 of them; older ones are removed first\./);
+    expect(describeRetention({ keep_days: 30, keep_tasks: null, max_mb: 2048 })).toMatch(/^Finished tasks are kept for 30 days, within 2,048 MB;/);
     expect(text).toContain('Pinned tasks');
   });
 });

@@ -46,15 +46,14 @@ export function parseRetention(
   return Object.keys(errors).length > 0 ? { ok: false, errors } : { ok: true, value };
 }
 
-/** The policy in one sentence, for the view and the shortcut of a glance. */
+/** The policy in one sentence. */
 export function describeRetention(r: RetentionSettings): string {
   const parts: string[] = [];
-  if (r.keep_days !== null) parts.push(`finished tasks older than ${plural(r.keep_days, 'day')} are removed`);
-  if (r.keep_tasks !== null) parts.push(`at most ${plural(r.keep_tasks, 'finished task')} are kept`);
-  if (r.max_mb !== null) parts.push(`finished tasks beyond ${r.max_mb.toLocaleString('en')} MB are removed, oldest first`);
+  if (r.keep_days !== null) parts.push(`for ${plural(r.keep_days, 'day')}`);
+  if (r.keep_tasks !== null) parts.push(`up to ${r.keep_tasks.toLocaleString('en')} of them`);
+  if (r.max_mb !== null) parts.push(`within ${r.max_mb.toLocaleString('en')} MB`);
   if (parts.length === 0) return 'Every task is kept.';
-  const sentence = parts.join('; ');
-  return `${sentence[0]!.toUpperCase()}${sentence.slice(1)}. Pinned tasks and tasks still running or waiting are always kept.`;
+  return `Finished tasks are kept ${parts.join(', ')}; older ones are removed first. Pinned tasks and tasks still running or waiting are always kept.`;
 }
 
 function plural(n: number, word: string): string {
