@@ -343,6 +343,18 @@ mod tests {
     }
 
     #[test]
+    fn only_the_kinds_chosen_in_the_settings_are_shown() {
+        let all = NotificationSettings::default();
+        assert!(
+            wanted(&all, AlertKind::Done) && wanted(&all, AlertKind::Failed) && wanted(&all, AlertKind::NeedsInput)
+        );
+        let questions_only = NotificationSettings { finished: false, failed: false, ..Default::default() };
+        assert!(!wanted(&questions_only, AlertKind::Done));
+        assert!(!wanted(&questions_only, AlertKind::Failed));
+        assert!(wanted(&questions_only, AlertKind::NeedsInput));
+    }
+
+    #[test]
     fn tells_once_per_transition_and_never_about_the_initial_load() {
         let w = Watch::default();
         assert_eq!(w.seed(&[task("old", "completed", None), task("busy", "working", None)]), 1);

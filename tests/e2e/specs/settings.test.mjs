@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { By, Key } from 'selenium-webdriver';
-import { eventually, invoke, muteNotifications, startApp, waitFor } from '../support/app.mjs';
+import { eventually, invoke, muteNotifications, notificationMark, recordedNotifications, startApp, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
 
@@ -117,6 +117,31 @@ test('a retention policy saved in Settings is applied at once, and a wrong limit
     assert.equal(await exists(ids[2]), true, 'the newest is kept');
     const onDisk = JSON.parse(readFileSync(join(app.dataDir, 'settings.json'), 'utf8'));
     assert.deepEqual(onDisk.retention, { keep_days: null, keep_tasks: 1, max_mb: null });
+  } finally {
+    await app.stop();
+  }
+});
+
+test('with finished tasks unticked in Settings, a finished report notifies nothing and a question still does', async () => {
+  const mark = notificationMark();
+  const app = await startApp();
+  try {
+    const { driver } = app;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    await (await waitFor(driver, '[data-testid="nav-settings"]')).click();
+    await (await waitFor(driver, '[data-testid="settings-kind"][data-kind="finished"]')).click();
+    assert.equal((await invoke(driver, 'get_settings')).notifications.finished, false);
+
+    // The window is on another view, so nothing is held back for being on screen.
+    const report = await invoke(driver, 'run_tool', { server: 'demo', tool: 'generate_report', arguments: { topic: 'quiet', seconds: 0 } });
+    const done = await eventually(async () => (await invoke(driver, 'task_detail', { id: report.id })).task.status === 'completed', 20000);
+    assert.ok(done, 'the report finished');
+    await new Promise((r) => setTimeout(r, 1500)); // past the planner's gathering window
+    assert.deepEqual(recordedNotifications(mark), [], 'no notification for the finished report');
+
+    await invoke(driver, 'run_tool', { server: 'demo', tool: 'diagnose_incident', arguments: {} });
+    const asked = await eventually(() => recordedNotifications(mark).find((n) => /Needs your input/.test(n.summary)), 20000);
+    assert.ok(asked, 'the question was notified');
   } finally {
     await app.stop();
   }
