@@ -140,10 +140,6 @@ impl AppState {
         let opened = tauri::async_runtime::block_on(async {
             let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
             engine.resume().await?;
-            // Before the window lists the tasks, so it never shows what the policy removes.
-            if let Err(e) = engine.apply_retention() {
-                tracing::warn!("retention policy not applied: {e}");
-            }
             Ok::<_, taskdeck_engine::EngineError>(engine)
         });
         let (engine, startup_error) = match opened {

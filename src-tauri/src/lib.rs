@@ -59,7 +59,8 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
                 notify::follow_settings(handle.clone(), engine.clone());
-                // Applied once already at start (bridge); this keeps it daily and on a change.
+                // Now, beside the first paint rather than before it (a pass over a big store takes
+                // seconds; what it removes leaves the list as it goes), then daily and on a change.
                 tauri::async_runtime::spawn(engine.clone().keep_history_within_policy());
                 bridge::watch_config(handle.clone(), engine.clone());
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
