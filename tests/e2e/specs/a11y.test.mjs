@@ -1,6 +1,6 @@
 // Accessibility checked, not assumed: axe-core (from npm) runs inside the real webview on every main
-// screen (the tasks with a result open, a question, the run form, the tool picker and the shortcut
-// list, servers, tools, settings), in the light and the dark theme. No serious or critical violation
+// screen (the first launch, the tasks with a result open, a question, the run form, the tool picker
+// and the shortcut list, servers, tools, settings), in the light and the dark theme. No serious or critical violation
 // may be left; the report names each rule, its help and the elements it found.
 
 import assert from 'node:assert/strict';
@@ -60,6 +60,21 @@ test('no serious or critical accessibility violation on any main screen, in ligh
     await waitFor(driver, '[data-testid="sidebar"]');
     await muteNotifications(driver);
 
+    // axe runs in this webview and finds what it should: a button without a name is critical.
+    await driver.executeScript('const b = document.createElement("button"); b.id = "a11y-probe"; document.body.append(b)');
+    const probe = await violations(driver, '#a11y-probe');
+    await driver.executeScript('document.getElementById("a11y-probe").remove()');
+    assert.ok(probe.some((v) => v.id === 'button-name' && blocking(v)), `axe saw the unnamed button: ${JSON.stringify(probe)}`);
+
+    // The first launch: nothing run yet, the empty state's invitation.
+    const failures = [];
+    for (const theme of ['light', 'dark']) {
+      await setTheme(driver, theme);
+      await waitFor(driver, '[data-testid="empty-state"]');
+      const found = (await violations(driver)).filter(blocking);
+      if (found.length > 0) failures.push(`── the first launch, ${theme} ──\n${described(found)}`);
+    }
+
     // A finished report to open, and a diagnosis that waits for an answer.
     const report = await invoke(driver, 'run_tool', { server: 'demo', tool: 'generate_report', arguments: { topic: 'a11y', seconds: 0 } });
     const diagnosis = await invoke(driver, 'run_tool', { server: 'demo', tool: 'diagnose_incident', arguments: {} });
@@ -109,13 +124,6 @@ test('no serious or critical accessibility violation on any main screen, in ligh
       },
     };
 
-    // axe runs in this webview and finds what it should: a button without a name is critical.
-    await driver.executeScript('const b = document.createElement("button"); b.id = "a11y-probe"; document.body.append(b)');
-    const probe = await violations(driver, '#a11y-probe');
-    await driver.executeScript('document.getElementById("a11y-probe").remove()');
-    assert.ok(probe.some((v) => v.id === 'button-name' && blocking(v)), `axe saw the unnamed button: ${JSON.stringify(probe)}`);
-
-    const failures = [];
     for (const theme of ['light', 'dark']) {
       await setTheme(driver, theme);
       for (const [name, open] of Object.entries(screens)) {
