@@ -1,17 +1,44 @@
 // Settings that stick, and the keyboard path through the app: a dark theme and paused notifications
 // chosen in the Settings view are there again after a restart, before the first paint, in the tray's
-// and the status bar's switch and in settings.json; and a task is run and opened from the keyboard
-// alone, from `N` to the finished task.
+// and the status bar's switch and in settings.json; the tray and the status bar write the setting
+// too; retention and the kinds of notifications apply as set; and a task is run and opened from the
+// keyboard alone, from `N` to the finished task.
 
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { promisify } from 'node:util';
 import { By, Key } from 'selenium-webdriver';
 import { eventually, invoke, muteNotifications, notificationMark, recordedNotifications, startApp, waitFor } from '../support/app.mjs';
 
 const css = (s) => By.css(s);
+
+// The tray over D-Bus, as a panel sees it (as in os-tray.test.mjs: no panel runs under Xvfb).
+const ITEM = '/org/ayatana/NotificationItem/tray_icon_tray_app_main';
+const gdbus = async (...args) => (await promisify(execFile)('gdbus', ['call', '--session', ...args])).stdout;
+
+async function trayOwner() {
+  const names = (await gdbus('--dest', 'org.freedesktop.DBus', '--object-path', '/org/freedesktop/DBus',
+    '--method', 'org.freedesktop.DBus.ListNames')).match(/':[0-9.]+'/g).map((n) => n.slice(1, -1));
+  for (const name of names) {
+    try {
+      await gdbus('--timeout', '1', '--dest', name, '--object-path', `${ITEM}/Menu`,
+        '--method', 'com.canonical.dbusmenu.GetLayout', '--', '0', '0', '@as []');
+      return name;
+    } catch {}
+  }
+  return undefined;
+}
+
+/** The tray's "Pause notifications" entry: its id and whether it is checked. */
+async function pauseItem(owner) {
+  const text = await gdbus('--dest', owner, '--object-path', `${ITEM}/Menu`, '--method', 'com.canonical.dbusmenu.GetLayout', '--', '0', '-1', '@as []');
+  const [, id, props] = [...text.matchAll(/<\((\d+), \{([^}]*)\}/g)].find(([, , p]) => p.includes("'Pause notifications'")) ?? [];
+  return id === undefined ? undefined : { id: Number(id), checked: props.includes("'toggle-state': <1>") };
+}
 
 const rootTheme = (driver) => driver.executeScript('return document.documentElement.getAttribute("data-theme")');
 const background = (driver) => driver.executeScript('return getComputedStyle(document.body).backgroundColor');
@@ -77,6 +104,45 @@ test('a dark theme and paused notifications chosen in Settings survive a restart
     await (await waitFor(driver, '[data-testid="settings-theme"][data-theme="light"]')).click();
     assert.equal(await eventually(() => rootTheme(driver).then((t) => t === 'light' && t)), 'light');
     assert.equal(await background(driver), light);
+  } finally {
+    if (app) await app.stop();
+    if (!process.env.TASKDECK_E2E_KEEP) rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+test("the tray's Pause item writes the setting, the Settings view follows it, and the next launch starts paused", async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-tray-'));
+  const dataDir = join(scratch, 'data');
+  const configPath = join(scratch, 'config', 'servers.json');
+  let app;
+  try {
+    app = await startApp({ dataDir, configPath });
+    let { driver } = app;
+    await (await waitFor(driver, '[data-testid="nav-settings"]')).click();
+    const paused = await waitFor(driver, '[data-testid="settings-paused"]');
+    assert.equal(await paused.isSelected(), false);
+    let owner = await eventually(trayOwner, 5000);
+    assert.ok(owner, 'no tray item on the session bus');
+    const item = await pauseItem(owner);
+    assert.equal(item.checked, false);
+    await gdbus('--dest', owner, '--object-path', `${ITEM}/Menu`, '--method', 'com.canonical.dbusmenu.Event',
+      '--', String(item.id), 'clicked', '<0>', 'uint32 0');
+    assert.equal(await eventually(() => paused.isSelected()), true, 'the Settings view follows the tray');
+    assert.equal(JSON.parse(readFileSync(join(dataDir, 'settings.json'), 'utf8')).notifications.paused, true);
+
+    await app.stop();
+    app = undefined;
+    app = await startApp({ dataDir, configPath });
+    driver = app.driver;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    owner = await eventually(trayOwner, 5000);
+    assert.ok(owner, 'no tray item after the restart');
+    assert.equal((await pauseItem(owner)).checked, true, 'the tray starts paused');
+
+    // Resumed from the Settings view: the tray's check mark follows.
+    await (await waitFor(driver, '[data-testid="nav-settings"]')).click();
+    await (await waitFor(driver, '[data-testid="settings-paused"]')).click();
+    assert.ok(await eventually(async () => !(await pauseItem(owner)).checked, 5000), 'the tray follows the view');
   } finally {
     if (app) await app.stop();
     if (!process.env.TASKDECK_E2E_KEEP) rmSync(scratch, { recursive: true, force: true });
