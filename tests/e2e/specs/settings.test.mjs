@@ -6,7 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -106,6 +106,34 @@ test('a dark theme and paused notifications chosen in Settings survive a restart
     assert.equal(await background(driver), light);
   } finally {
     if (app) await app.stop();
+    if (!process.env.TASKDECK_E2E_KEEP) rmSync(scratch, { recursive: true, force: true });
+  }
+});
+
+test('a settings file Taskdeck cannot read is shown with its error and left byte for byte as it was', async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-broken-settings-'));
+  const dataDir = join(scratch, 'data');
+  const file = join(dataDir, 'settings.json');
+  const broken = '{"theme": "dark", "notifications": {"paused": tru';
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(file, broken);
+  const app = await startApp({ dataDir, configPath: join(scratch, 'config', 'servers.json') });
+  try {
+    const { driver } = app;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    assert.equal(await rootTheme(driver), null, 'the defaults apply: the system theme');
+    await (await waitFor(driver, '[data-testid="nav-settings"]')).click();
+    const error = await waitFor(driver, '[data-testid="settings-error"]');
+    assert.match(await error.getText(), /settings\.json/);
+    assert.match(await error.getText(), /not JSON/);
+    // The status bar's pause still holds for this run, and says why it will not last.
+    await (await waitFor(driver, '[data-testid="notifications-mute"]')).click();
+    const alert = await waitFor(driver, '[data-testid="status-bar"] [role="alert"]');
+    assert.match(await alert.getText(), /settings file cannot be read/);
+    assert.equal((await invoke(driver, 'app_info')).notifications_muted, true);
+    assert.equal(readFileSync(file, 'utf8'), broken, 'the file is as the user left it');
+  } finally {
+    await app.stop();
     if (!process.env.TASKDECK_E2E_KEEP) rmSync(scratch, { recursive: true, force: true });
   }
 });
