@@ -79,6 +79,11 @@ impl Engine {
     /// at once when a settings change alters it. A failure is logged and tried again at the next
     /// turn; the app runs on. Runs as long as the engine does: spawn it.
     pub async fn keep_history_within_policy(self) {
+        self.keep_history_every(RETENTION_EVERY).await
+    }
+
+    /// [`Engine::keep_history_within_policy`] with another period between passes.
+    pub async fn keep_history_every(self, period: Duration) {
         // Subscribed before the first pass, so a change made while it runs is not missed.
         let mut events = self.subscribe();
         let mut applied: Option<RetentionSettings> = None;
@@ -96,7 +101,7 @@ impl Engine {
                 }
                 Err(e) => tracing::warn!("retention not applied: {e}"),
             }
-            let next = tokio::time::sleep(RETENTION_EVERY);
+            let next = tokio::time::sleep(period);
             tokio::pin!(next);
             // Waits for the day to pass or for the policy to change; other events are skipped.
             loop {

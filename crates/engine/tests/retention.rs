@@ -125,6 +125,34 @@ async fn a_policy_in_the_settings_is_applied_at_start_and_again_when_it_changes(
     engine.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_is_applied_again_at_each_turn_while_the_engine_runs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let paths = paths(dir.path());
+    std::fs::create_dir_all(&paths.data_dir).expect("data dir");
+    SettingsFile::in_dir(&paths.data_dir)
+        .update(&SettingsUpdate {
+            retention: Some(RetentionSettings { keep_tasks: Some(1), ..Default::default() }),
+            ..Default::default()
+        })
+        .expect("settings");
+    let engine = Engine::open(paths.clone(), EngineOptions::default()).await.expect("engine");
+    let keeper = tokio::spawn(engine.clone().keep_history_every(Duration::from_millis(200)));
+    // Nothing to remove at start; the history then grows behind the keeper's back (another
+    // connection to the same file, as a day of work would).
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(engine.purge_log(0, 10).expect("log").is_empty());
+    let other = Store::open(paths.store_file()).expect("second connection");
+    let older = finish(&other, "older");
+    let newer = finish(&other, "newer");
+    until("the next turn", || engine.purge_log(0, 10).map(|l| l.len() == 1).unwrap_or(false)).await;
+    assert_eq!(engine.purge_log(0, 10).expect("log")[0].task_id, older);
+    assert_eq!(left(&engine), [newer]);
+    keeper.abort();
+    drop(other);
+    engine.shutdown().await;
+}
+
 #[tokio::test]
 async fn without_a_policy_nothing_is_removed() {
     let dir = tempfile::tempdir().expect("temp dir");
