@@ -9,7 +9,9 @@ import type { LogLine } from "./LogLine";
 import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
+import type { Settings } from "./Settings";
 import type { SettingsEdit } from "./SettingsEdit";
+import type { SettingsUpdate } from "./SettingsUpdate";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
 import type { TaskSummary } from "./TaskSummary";
@@ -37,6 +39,8 @@ export type Commands = {
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
+  get_settings: { args: Record<string, never>; response: Settings };
+  update_settings: { args: { update: SettingsUpdate }; response: Settings };
   import_preview: { args: { from: string | null }; response: Array<Found> };
   import_apply: { args: { from: string | null; choices: Array<ImportChoice>; inputs: { [key in string]: string } }; response: ImportReport };
   add_server: { args: { name: string; server: NewServer }; response: null };
