@@ -4,7 +4,7 @@
 //! the store, a log or what a front end is shown.
 //!
 //! The loader keeps the reference as written (in `env` values, `args` and header values); the
-//! supervisor calls [`resolve`] on the endpoint it is about to connect to.
+//! supervisor calls [`resolve_with`] on the endpoint it is about to connect to.
 
 use taskdeck_client::auth::{Secret, TokenStore};
 use taskdeck_client::{ClientError, Endpoint};
@@ -91,12 +91,9 @@ pub fn resolve_with<S: std::ops::Deref<Target = dyn TokenStore>>(
     store: impl FnOnce() -> Option<S>,
 ) -> Result<Endpoint, ClientError> {
     let (server, mentions) = match endpoint {
-        Endpoint::Stdio(s) => (
-            &s.name,
-            has_reference(&s.command)
-                || s.args.iter().any(|a| has_reference(a))
-                || s.env.values().any(|v| has_reference(v)),
-        ),
+        Endpoint::Stdio(s) => {
+            (&s.name, s.args.iter().any(|a| has_reference(a)) || s.env.values().any(|v| has_reference(v)))
+        }
         Endpoint::Http(h) => (&h.name, h.headers.values().any(|v| has_reference(v))),
     };
     if !mentions {
