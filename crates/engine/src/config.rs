@@ -482,6 +482,10 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(v)) if v.trim().is_empty() => Err(self.err(&field, "must not be empty")),
                 Some(Value::String(v)) => {
+                    // Only headers, `env` and `args` get their `${secret:…}` put in at start.
+                    if v.contains("${secret:") {
+                        return Err(self.err(&field, "cannot name a ${secret:…}; use ${env:NAME}"));
+                    }
                     let v = expand_env(v, self.env).map_err(|reason| self.err(&field, reason))?;
                     if v.chars().any(char::is_control) {
                         return Err(self.err(&field, "must not hold control characters"));
@@ -949,6 +953,10 @@ mod tests {
         assert_eq!(http(&c.servers[1]).headers["Authorization"], "Bearer ${secret:w.token}");
         let c = parse_env(text, &[]).unwrap();
         assert!(c.unreadable[0].error.to_string().contains("mcpServers.s.env.T"), "{c:?}");
+        let e = entry_error(
+            r#"{"mcpServers": {"w": {"url": "https://h/mcp", "oauth": {"clientId": "c", "clientSecret": "${secret:w.s}"}}}}"#,
+        );
+        assert!(e.contains("mcpServers.w.oauth.clientSecret: cannot name a ${secret:"), "{e}");
     }
 
     #[test]
