@@ -540,3 +540,160 @@ mod tests {
         assert_eq!(export_file_name("...", id), "result-0c8f3e2a.json");
     }
 }
+
+// --- Servers: import, add, remove, per-server settings -------------------------------------------
+// Each writes Taskdeck's config through `taskdeck_engine::config_edit` and returns; the config
+// watcher (`bridge::watch_config`) applies the new file as the Reload button would.
+
+/// One entry the user ticked in the import dialog: the file it is in (as `import_preview` named
+/// it) and its name there.
+#[derive(Debug, Clone, Deserialize, TS)]
+pub struct ImportChoice {
+    pub path: String,
+    pub name: String,
+}
+
+fn edit_error(e: taskdeck_engine::config_edit::EditError) -> CommandError {
+    use taskdeck_engine::config_edit::EditError;
+    let code = match &e {
+        EditError::Exists { .. } => ErrorCode::Duplicate,
+        EditError::NotFound { .. } => ErrorCode::UnknownServer,
+        EditError::Invalid { .. } | EditError::Config(_) => ErrorCode::Config,
+        EditError::Write { .. } => ErrorCode::Io,
+    };
+    let server = match &e {
+        EditError::Exists { name, .. } | EditError::NotFound { name, .. } => Some(name.clone()),
+        _ => None,
+    };
+    CommandError { server, ..CommandError::new(code, e.to_string()) }
+}
+
+fn import_error(e: taskdeck_engine::import::ImportError) -> CommandError {
+    use taskdeck_engine::import::ImportError;
+    let (code, server) = match &e {
+        ImportError::Edit(_) => {
+            let ImportError::Edit(inner) = e else { unreachable!("matched above") };
+            return edit_error(inner);
+        }
+        ImportError::UnknownServer { name, .. } => (ErrorCode::UnknownServer, Some(name.clone())),
+        ImportError::NoSuchFile { .. } => (ErrorCode::NotFound, None),
+        ImportError::Clash { name } => (ErrorCode::Duplicate, Some(name.clone())),
+        ImportError::Secret { name, .. } => (ErrorCode::Io, Some(name.clone())),
+        ImportError::Ambiguous { name, .. }
+        | ImportError::CannotImport { name, .. }
+        | ImportError::MissingInput { name, .. } => (ErrorCode::Config, Some(name.clone())),
+    };
+    CommandError { server, ..CommandError::new(code, e.to_string()) }
+}
+
+/// The files to look in: every known host's, one host's (`claude`, `cursor`, `vscode`,
+/// `windsurf`), or a file.
+fn import_files(from: Option<&str>) -> Result<Vec<taskdeck_engine::import::HostFile>> {
+    use taskdeck_engine::import::{Host, HostFile, known_files};
+    Ok(match from.map(str::trim).filter(|f| !f.is_empty()) {
+        None => known_files(&Host::KNOWN),
+        Some(f) => match Host::parse(f) {
+            Some(host) => known_files(&[host]),
+            None if std::path::Path::new(f).is_file() => vec![HostFile { host: Host::File, path: f.into() }],
+            None => return Err(CommandError::new(ErrorCode::NotFound, format!("{f}: no such file"))),
+        },
+    })
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tauri::async_runtime::spawn_blocking(f).await.map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?
+}
+
+/// What the other hosts' config files (or the file `from`) hold, against Taskdeck's config.
+#[tauri::command]
+pub async fn import_preview(
+    state: State<'_, AppState>,
+    from: Option<String>,
+) -> Result<Vec<taskdeck_engine::import::Found>> {
+    let paths = state.paths.clone();
+    blocking(move || {
+        let files = import_files(from.as_deref())?;
+        taskdeck_engine::import::scan(&paths, &files).map_err(edit_error)
+    })
+    .await
+}
+
+/// Copies the chosen entries into Taskdeck's config; `inputs` holds each VS Code input's value by
+/// id (a password goes to the sign-in store, never the config).
+#[tauri::command]
+pub async fn import_apply(
+    state: State<'_, AppState>,
+    from: Option<String>,
+    choices: Vec<ImportChoice>,
+    inputs: std::collections::BTreeMap<String, String>,
+) -> Result<taskdeck_engine::import::ImportReport> {
+    let paths = state.paths.clone();
+    blocking(move || {
+        use taskdeck_engine::import;
+        let files = import_files(from.as_deref())?;
+        let found = import::scan(&paths, &files).map_err(edit_error)?;
+        let picks: Vec<(String, String)> = choices.into_iter().map(|c| (c.path, c.name)).collect();
+        let chosen = import::pick(&found, &picks).map_err(import_error)?;
+        let store = chosen
+            .iter()
+            .any(|c| c.entry.inputs.iter().any(|i| i.password))
+            .then(|| taskdeck_engine::supervisor::sign_in_store(&paths.data_dir).0);
+        import::apply(&paths, &chosen, Vec::new(), &inputs, store.as_deref(), false).map_err(import_error)
+    })
+    .await
+}
+
+/// Adds a server to Taskdeck's config (created with the demo server when there is none).
+#[tauri::command]
+pub async fn add_server(
+    state: State<'_, AppState>,
+    name: String,
+    server: taskdeck_engine::config_edit::NewServer,
+) -> Result<()> {
+    let paths = state.paths.clone();
+    blocking(move || taskdeck_engine::config_edit::add_server(&paths, &name, &server).map_err(edit_error)).await
+}
+
+/// Removes a server from Taskdeck's config, and the secrets an import kept for it alone.
+#[tauri::command]
+pub async fn remove_server(state: State<'_, AppState>, name: String) -> Result<()> {
+    let paths = state.paths.clone();
+    blocking(move || {
+        let keys = taskdeck_engine::config_edit::remove_server(&paths, &name).map_err(edit_error)?;
+        if !keys.is_empty() {
+            let (store, _) = taskdeck_engine::supervisor::sign_in_store(&paths.data_dir);
+            for key in keys {
+                // The server is gone either way; a secret left behind is named in the log, never its value.
+                if let Err(e) = store.delete_secret(&key) {
+                    tracing::warn!(server = %name, secret = %key, "could not forget the server's secret: {e}");
+                }
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// A server's per-server settings as its config entry has them.
+#[tauri::command]
+pub async fn server_settings(
+    state: State<'_, AppState>,
+    name: String,
+) -> Result<taskdeck_engine::config_edit::SettingsEdit> {
+    let paths = state.paths.clone();
+    blocking(move || {
+        taskdeck_engine::config_edit::ConfigFile::open(&paths).and_then(|f| f.settings(&name)).map_err(edit_error)
+    })
+    .await
+}
+
+/// Changes a server's per-server settings in Taskdeck's config.
+#[tauri::command]
+pub async fn update_server_settings(
+    state: State<'_, AppState>,
+    name: String,
+    settings: taskdeck_engine::config_edit::SettingsEdit,
+) -> Result<()> {
+    let paths = state.paths.clone();
+    blocking(move || taskdeck_engine::config_edit::update_settings(&paths, &name, &settings).map_err(edit_error)).await
+}

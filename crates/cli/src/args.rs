@@ -153,6 +153,22 @@ pub enum Command {
     Login { server: String },
     /// Removes the sign-in kept for a server.
     Logout { server: String },
+    /// Servers from another host's config (Claude Desktop, Cursor, VS Code, Windsurf) or a file:
+    /// lists what each holds; with --all or names, copies them into Taskdeck's config (never
+    /// changing the other file). Exit 0 done, 1 failed, 2 for an unknown server or no such file.
+    Import {
+        /// claude, cursor, vscode, windsurf, or a file; without it every known host is looked at.
+        #[arg(long, value_name = "HOST|FILE")]
+        from: Option<String>,
+        /// Every server found that can be imported and is not in Taskdeck yet.
+        #[arg(long, conflicts_with = "servers")]
+        all: bool,
+        #[arg(value_name = "SERVER")]
+        servers: Vec<String>,
+        /// Print the config that would be written; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Runs N full task lifecycles, C at a time; prints tasks/s and latency percentiles.
     Bench {
         server: String,

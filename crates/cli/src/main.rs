@@ -9,6 +9,7 @@ mod error;
 mod follow;
 mod form;
 mod history;
+mod import;
 mod login;
 mod output;
 mod terminal;
@@ -144,6 +145,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             }
             Ok(EXIT_COMPLETED)
         }
+        Command::Import { from, all, servers, dry_run } => import::run(&paths, from, all, servers, dry_run),
         Command::Export { format, search, status, output } => {
             history::export(&paths, &format, search, status, output.as_deref())
         }
@@ -366,7 +368,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             println!("task {id} unpinned");
             Ok(EXIT_COMPLETED)
         }
-        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } => {
+        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } | Command::Import { .. } => {
             unreachable!("handled without the engine")
         }
     }

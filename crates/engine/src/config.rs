@@ -482,6 +482,10 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(v)) if v.trim().is_empty() => Err(self.err(&field, "must not be empty")),
                 Some(Value::String(v)) => {
+                    // Only headers, `env` and `args` get their `${secret:…}` put in at start.
+                    if v.contains("${secret:") {
+                        return Err(self.err(&field, "cannot name a ${secret:…}; use ${env:NAME}"));
+                    }
                     let v = expand_env(v, self.env).map_err(|reason| self.err(&field, reason))?;
                     if v.chars().any(char::is_control) {
                         return Err(self.err(&field, "must not hold control characters"));
@@ -560,6 +564,11 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             Some(Value::Object(m)) => {
                 for (k, v) in m {
                     let v = match v {
+                        // `${env:NAME}` as in headers (the other hosts' files use it here too);
+                        // any other `$` text is the value's own.
+                        Value::String(s) if s.contains("${env:") => {
+                            expand_env_refs(s, self.env).map_err(|reason| self.err(&format!("env.{k}"), reason))?
+                        }
                         Value::String(s) => s.clone(),
                         Value::Number(n) => n.to_string(),
                         Value::Bool(b) => b.to_string(),
@@ -700,8 +709,17 @@ fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Stri
     while let Some(at) = rest.find("${") {
         out.push_str(&rest[..at]);
         let after = &rest[at + 2..];
+        // A `${secret:KEY}` stays as written: it is read from the keyring when the server starts
+        // (`crate::secrets`), so its value is never held in a loaded config.
+        if after.starts_with("secret:")
+            && let Some(end) = after.find('}')
+        {
+            out.push_str(&rest[at..at + 2 + end + 1]);
+            rest = &after[end + 1..];
+            continue;
+        }
         let Some(name_and_rest) = after.strip_prefix("env:") else {
-            return Err("only ${env:NAME} references are supported in header values".into());
+            return Err("only ${env:NAME} and ${secret:KEY} references are supported in header values".into());
         };
         let end = name_and_rest.find('}').ok_or("has an unclosed ${env:")?;
         let name = &name_and_rest[..end];
@@ -713,6 +731,20 @@ fn expand_env(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<Stri
             _ => return Err(format!("the environment variable {name} (from ${{env:{name}}}) is not set")),
         }
         rest = &name_and_rest[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Replaces each `${env:NAME}` in a server's `env` value, keeping any other text as written.
+fn expand_env_refs(value: &str, env: &impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${env:") {
+        out.push_str(&rest[..at]);
+        let end = rest[at..].find('}').map(|e| at + e).ok_or("has an unclosed ${env:")?;
+        out.push_str(&expand_env(&rest[at..=end], env)?);
+        rest = &rest[end + 1..];
     }
     out.push_str(rest);
     Ok(out)
@@ -909,6 +941,22 @@ mod tests {
         assert!(e.contains("mcpServers.x.type: unknown transport \"websocket\""), "{e}");
         let e = entry_error(r#"{"mcpServers": {"x": {"type": 1, "url": "https://h"}}}"#);
         assert!(e.contains("mcpServers.x.type: must be a string"), "{e}");
+    }
+
+    #[test]
+    fn env_references_resolve_in_env_values_and_secret_references_are_kept_for_the_start() {
+        let text = r#"{"mcpServers": {"s": {"command": "x", "env": {"T": "${env:TOKEN}", "K": "${secret:s.key}", "P": "$HOME/${x}"}},
+            "w": {"url": "https://h/mcp", "headers": {"Authorization": "Bearer ${secret:w.token}"}}}}"#;
+        let c = parse_env(text, &[("TOKEN", "t-1")]).unwrap();
+        let env = &stdio(&c.servers[0]).env;
+        assert_eq!((env["T"].as_str(), env["K"].as_str(), env["P"].as_str()), ("t-1", "${secret:s.key}", "$HOME/${x}"));
+        assert_eq!(http(&c.servers[1]).headers["Authorization"], "Bearer ${secret:w.token}");
+        let c = parse_env(text, &[]).unwrap();
+        assert!(c.unreadable[0].error.to_string().contains("mcpServers.s.env.T"), "{c:?}");
+        let e = entry_error(
+            r#"{"mcpServers": {"w": {"url": "https://h/mcp", "oauth": {"clientId": "c", "clientSecret": "${secret:w.s}"}}}}"#,
+        );
+        assert!(e.contains("mcpServers.w.oauth.clientSecret: cannot name a ${secret:"), "{e}");
     }
 
     #[test]

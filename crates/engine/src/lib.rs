@@ -1,6 +1,9 @@
 //! Taskdeck's engine: everything a front end needs, with no UI in it.
 //!
 //! - [`config`]: the `mcpServers` config and the data directory, with the demo server as default;
+//! - [`config_edit`]: adding, removing and tuning a server in that file, keeping the rest as written;
+//! - [`import`]: the servers of other hosts' configs (Claude Desktop, Cursor, VS Code, Windsurf);
+//! - [`secrets`]: `${secret:KEY}` in an entry, put in from the sign-in store when the server starts;
 //! - [`lock`]: one process drives a data directory at a time;
 //! - [`supervisor`]: keeps each server running, restarting it with backoff;
 //! - [`Engine`]: starts tasks (writing each before anything is sent), drives them through a
@@ -16,6 +19,7 @@
 //! front end.
 
 pub mod config;
+pub mod config_edit;
 mod decide;
 mod driver;
 mod engine;
@@ -24,11 +28,13 @@ mod event;
 mod gate;
 pub mod history;
 mod hub;
+pub mod import;
 mod live;
 pub mod lock;
 pub mod logs;
 mod options;
 mod retention;
+pub mod secrets;
 mod servers;
 pub mod settings;
 pub mod supervisor;

@@ -457,7 +457,23 @@ impl Server {
                 self.note("taskdeck", format!("{how} to {}", h.url));
             }
             let (endpoint, sign_in) = self.endpoint().await;
-            match Session::open(&endpoint, opts, handler).await {
+            // The config's `${secret:KEY}` values go in only now, into this connection's copy.
+            let sign_ins = self.sign_ins.clone();
+            let endpoint =
+                tokio::task::spawn_blocking(move || crate::secrets::resolve_with(&endpoint, || sign_ins.store()))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(ClientError::Spawn {
+                            server: self.config.name.clone(),
+                            command: String::new(),
+                            message: e.to_string(),
+                        })
+                    });
+            let opened = match endpoint {
+                Ok(endpoint) => Session::open(&endpoint, opts, handler).await,
+                Err(e) => Err(e),
+            };
+            match opened {
                 Ok(session) => {
                     let signed_in = match &sign_in {
                         Some(s) => s.signed_in().await,

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::AuthError;
-use super::tokens::{FileStore, StoredAuth, TokenStore};
+use super::tokens::{FileStore, Secret, StoredAuth, TokenStore};
 
 /// The keyring's service name for every Taskdeck entry; each server is one account in it.
 pub const SERVICE: &str = "dev.taskdeck.sign-in";
@@ -142,6 +142,24 @@ impl TokenStore for KeyringStore {
     fn describe(&self) -> String {
         "the OS keyring".to_owned()
     }
+
+    fn load_secret(&self, key: &str) -> Result<Option<Secret>, AuthError> {
+        Ok(self.get(&secret_account(key))?.map(Secret::new))
+    }
+
+    fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
+        self.entry(&secret_account(key))?.set_password(value.expose()).map_err(store_error)
+    }
+
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        self.remove(&secret_account(key))
+    }
+}
+
+/// A config secret's account, apart from the sign-ins' (which are server names).
+#[cfg(any(target_os = "linux", target_os = "macos", windows))]
+fn secret_account(key: &str) -> String {
+    format!("config-secret:{key}")
 }
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]

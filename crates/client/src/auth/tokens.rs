@@ -120,12 +120,29 @@ pub trait TokenStore: Send + Sync {
     fn delete(&self, server: &str) -> Result<(), AuthError>;
     /// Where it keeps them, for the user ("the OS keyring", "file …, readable by you only").
     fn describe(&self) -> String;
+
+    /// A value the config names as `${secret:KEY}` rather than holding it (a password asked when
+    /// a server was imported), kept beside the sign-ins and as privately.
+    fn load_secret(&self, key: &str) -> Result<Option<Secret>, AuthError> {
+        let _ = key;
+        Err(AuthError::Store { detail: format!("{} keeps no other secrets", self.describe()) })
+    }
+    fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
+        let _ = (key, value);
+        Err(AuthError::Store { detail: format!("{} keeps no other secrets", self.describe()) })
+    }
+    /// Forgets the secret `key`; one not kept is no error.
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        let _ = key;
+        Ok(())
+    }
 }
 
 /// In memory only: a front end that must not write anything, and the tests.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     entries: Mutex<BTreeMap<String, StoredAuth>>,
+    secrets: Mutex<BTreeMap<String, String>>,
 }
 
 impl TokenStore for MemoryStore {
@@ -142,6 +159,17 @@ impl TokenStore for MemoryStore {
     }
     fn describe(&self) -> String {
         "memory only (forgotten when Taskdeck stops)".to_owned()
+    }
+    fn load_secret(&self, key: &str) -> Result<Option<Secret>, AuthError> {
+        Ok(self.secrets.lock().map_err(|_| poisoned())?.get(key).cloned().map(Secret::new))
+    }
+    fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
+        self.secrets.lock().map_err(|_| poisoned())?.insert(key.to_owned(), value.expose().to_owned());
+        Ok(())
+    }
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        self.secrets.lock().map_err(|_| poisoned())?.remove(key);
+        Ok(())
     }
 }
 
@@ -163,6 +191,9 @@ struct FileContents {
     version: u32,
     #[serde(default)]
     servers: BTreeMap<String, StoredAuth>,
+    /// The config's `${secret:KEY}` values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    secrets: BTreeMap<String, String>,
 }
 
 /// The file's name in the data directory.
@@ -247,6 +278,28 @@ impl TokenStore for FileStore {
             "the file {}, readable by you only (no OS keyring is used: anyone who can read your files as you can read it)",
             self.path.display()
         )
+    }
+
+    fn load_secret(&self, key: &str) -> Result<Option<Secret>, AuthError> {
+        let _guard = self.lock.lock().map_err(|_| poisoned())?;
+        Ok(self.read()?.secrets.remove(key).map(Secret::new))
+    }
+
+    fn save_secret(&self, key: &str, value: &Secret) -> Result<(), AuthError> {
+        let _guard = self.lock.lock().map_err(|_| poisoned())?;
+        let mut contents = self.read()?;
+        contents.version = 1;
+        contents.secrets.insert(key.to_owned(), value.expose().to_owned());
+        self.write(&contents)
+    }
+
+    fn delete_secret(&self, key: &str) -> Result<(), AuthError> {
+        let _guard = self.lock.lock().map_err(|_| poisoned())?;
+        let mut contents = self.read()?;
+        if contents.secrets.remove(key).is_some() {
+            self.write(&contents)?;
+        }
+        Ok(())
     }
 }
 

@@ -1,11 +1,16 @@
 // Generated from src-tauri/src/registry.in by src-tauri/tests/bindings.rs (`make bindings`). Do not edit.
 import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
+import type { Found } from "./Found";
+import type { ImportChoice } from "./ImportChoice";
+import type { ImportReport } from "./ImportReport";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
 import type { Settings } from "./Settings";
+import type { SettingsEdit } from "./SettingsEdit";
 import type { SettingsUpdate } from "./SettingsUpdate";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
@@ -36,4 +41,10 @@ export type Commands = {
   ui_ready: { args: Record<string, never>; response: null };
   get_settings: { args: Record<string, never>; response: Settings };
   update_settings: { args: { update: SettingsUpdate }; response: Settings };
+  import_preview: { args: { from: string | null }; response: Array<Found> };
+  import_apply: { args: { from: string | null; choices: Array<ImportChoice>; inputs: { [key in string]: string } }; response: ImportReport };
+  add_server: { args: { name: string; server: NewServer }; response: null };
+  remove_server: { args: { name: string }; response: null };
+  server_settings: { args: { name: string }; response: SettingsEdit };
+  update_server_settings: { args: { name: string; settings: SettingsEdit }; response: null };
 };
