@@ -1184,3 +1184,74 @@ fn a_disabled_server_is_listed_as_disabled_and_never_started() {
     assert_ne!(out.code, 0, "a disabled server's tools are not runnable: {out:?}");
     assert!(out.stderr.contains("off"), "{out:?}");
 }
+
+/// How many tool calls the demo server took as tasks: the rows of its own task store.
+fn demo_calls(env: &Env) -> i64 {
+    let db = env.dir.path().join("demo-state").join("tasks.sqlite3");
+    let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    conn.query_row("SELECT count(*) FROM tasks", [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_run_repeated_with_one_idempotency_key_gives_back_the_same_task() {
+    let env = Env::demo();
+    let run =
+        || env.run(&["run", "demo", "generate_report", "--args", &report(0.3), "--idempotency-key", "k-1", "--json"]);
+    let first = run();
+    assert_eq!(first.code, 0, "{first:?}");
+    let again = run();
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(id_of(&again.json()), id_of(&first.json()), "the same task, not a second one");
+    assert_eq!(again.json()["status"], "completed");
+    assert_eq!(again.json()["idempotency_key"], "k-1");
+    assert_eq!(env.tasks().len(), 1);
+    assert_eq!(demo_calls(&env), 1, "the server was called once");
+
+    // The output is what `run` printed for that state, the result text included.
+    let text = || env.run(&["run", "demo", "generate_report", "--args", &report(0.2), "--idempotency-key", "k-t"]);
+    let (once, twice) = (text(), text());
+    assert_eq!((once.code, twice.code), (0, 0), "{once:?}\n{twice:?}");
+    assert!(!once.stdout.trim().is_empty(), "{once:?}");
+    assert_eq!(twice.stdout, once.stdout);
+    assert_eq!(demo_calls(&env), 2);
+
+    // A key used for another run is refused rather than answered with a task nobody asked for.
+    let other = env.run(&["run", "demo", "generate_report", "--args", &report(0.4), "--idempotency-key", "k-1"]);
+    assert_eq!(other.code, 2, "{other:?}");
+    assert!(other.stderr.contains("k-1") && other.stderr.contains("new key"), "{other:?}");
+    // Another key is another run.
+    let fresh =
+        env.run(&["run", "demo", "generate_report", "--args", &report(0.3), "--idempotency-key", "k-2", "--json"]);
+    assert_eq!(fresh.code, 0, "{fresh:?}");
+    assert_ne!(id_of(&fresh.json()), id_of(&first.json()));
+    assert_eq!(demo_calls(&env), 3);
+}
+
+#[test]
+fn a_keyed_run_of_a_task_waiting_for_input_exits_3_with_the_same_task() {
+    let env = Env::demo();
+    let run = || env.run(&["run", "demo", "diagnose_incident", "--idempotency-key", "ask", "--json"]);
+    let first = run();
+    assert_eq!(first.code, 3, "{first:?}");
+    let again = run();
+    assert_eq!(again.code, 3, "{again:?}");
+    assert_eq!(id_of(&again.json()), id_of(&first.json()));
+    assert!(again.stderr.contains("is waiting for input"), "{again:?}");
+    assert_eq!(env.tasks().len(), 1);
+}
+
+#[test]
+fn two_processes_racing_with_one_idempotency_key_start_one_tool_call() {
+    let env = Env::demo();
+    let args = report(1.0);
+    let racers: Vec<Child> = (0..2)
+        .map(|_| env.spawn(&["run", "demo", "generate_report", "--args", &args, "--idempotency-key", "race", "--json"]))
+        .collect();
+    let outs: Vec<Out> = racers.into_iter().map(finish).collect();
+    for out in &outs {
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    assert_eq!(id_of(&outs[0].json()), id_of(&outs[1].json()), "{outs:?}");
+    assert_eq!(env.tasks().len(), 1);
+    assert_eq!(demo_calls(&env), 1, "one tool call reached the server");
+}
