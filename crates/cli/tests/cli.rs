@@ -1255,3 +1255,75 @@ fn two_processes_racing_with_one_idempotency_key_start_one_tool_call() {
     assert_eq!(env.tasks().len(), 1);
     assert_eq!(demo_calls(&env), 1, "one tool call reached the server");
 }
+
+/// What the demo server with state in `state` noted of requests its clients gave up on.
+fn abandoned_requests(state: &Path) -> String {
+    std::fs::read_to_string(state.join("abandoned-requests.log")).unwrap_or_default()
+}
+
+/// Starts a slow plain call, interrupts the CLI once the call is on the wire, and returns the
+/// task's record with its events.
+fn cancel_a_slow_plain_call(env: &Env, state: &Path) -> Value {
+    let args = json!({"query": "pool", "delay_ms": 30_000}).to_string();
+    let child = env.spawn(&["run", "demo", "notes_search", "--args", &args]);
+    // A plain call (legacy), or one the modern server may still make a task: a request until answered.
+    let t = env.wait_task(|t| t["tool"] == "notes_search");
+    // Recorded before it is sent: give the call a moment to reach the server.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(abandoned_requests(state).is_empty());
+    signal(child.id(), "INT");
+    let out = finish(child);
+    assert_eq!(out.code, 4, "{out:?}");
+    env.show(&id_of(&t))
+}
+
+fn told(t: &Value) -> Value {
+    let cancelled = t["events"].as_array().unwrap().iter().find(|e| e["kind"] == "cancelled").cloned();
+    cancelled.unwrap_or_else(|| panic!("no cancelled event: {t:#}"))["data"]["server_told"].clone()
+}
+
+#[test]
+fn cancelling_a_plain_call_tells_the_server_over_stdio_in_either_era() {
+    for era in ["legacy", "modern"] {
+        let mut env = Env::demo();
+        env.force_era = Some(era);
+        let state = env.dir.path().join("demo-state");
+        let t = cancel_a_slow_plain_call(&env, &state);
+        assert_eq!(t["status"], "cancelled", "{era}: {t:#}");
+        assert_eq!(told(&t), json!(true), "{era}: {t:#}");
+        let seen = Instant::now() + Duration::from_secs(5);
+        while !abandoned_requests(&state).contains("notifications/cancelled") {
+            assert!(Instant::now() < seen, "{era}: the server never heard of the cancel");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn cancelling_a_plain_call_over_http_posts_the_notification_legacy_and_closes_the_stream_modern() {
+    for (era, how) in [("legacy", "notifications/cancelled"), ("modern", "its stream closed")] {
+        // Legacy HTTP closes the call's stream and posts the notification too.
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("demo-state");
+        let server = taskdeck_test_support::demo_server_http(&state, "127.0.0.1:0");
+        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", server.entry(Some(era)))]);
+        let env = Env { dir, config: Some(config), force_era: None };
+        let t = cancel_a_slow_plain_call(&env, &state);
+        assert_eq!(t["status"], "cancelled", "{era}: {t:#}");
+        assert_eq!(told(&t), json!(true), "{era}: {t:#}");
+        let seen = Instant::now() + Duration::from_secs(5);
+        while !abandoned_requests(&state).contains(how) {
+            assert!(Instant::now() < seen, "{era}: {:?}", abandoned_requests(&state));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if era == "modern" {
+            // The closed stream is the cancellation: no notification is posted as well.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(
+                !abandoned_requests(&state).contains("notifications/cancelled"),
+                "{:?}",
+                abandoned_requests(&state)
+            );
+        }
+    }
+}

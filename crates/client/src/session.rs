@@ -176,6 +176,9 @@ pub(crate) struct State {
     /// Open legacy questions: the server's request id and the task it belongs to.
     pub questions: HashMap<RequestId, Option<String>>,
     pub resumption: Resumption,
+    /// `tools/call` requests in flight that `notifications/cancelled` may stop, by their progress
+    /// token (`crate::tasks`): plain calls, and modern calls not yet answered with a task.
+    pub calls: HashMap<String, RequestId>,
 }
 
 /// A connected server. Cheap to clone; the connection is closed (a server process killed) when
@@ -413,8 +416,43 @@ impl Session {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
+        self.request_raw_as(self.next_request_id(), method, params, timeout).await
+    }
+
+    /// The id the next request will go out with, for a caller that must know it before sending
+    /// (to cancel it later): pass it to [`Session::request_as`].
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// [`Session::request`] under an id from [`Session::next_request_id`].
+    pub(crate) async fn request_as(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let params = match self.era_if_known() {
+            Some(Era::Modern) => with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info),
+            _ => params,
+        };
+        self.request_raw_as(id, method, params, timeout).await
+    }
+
+    /// A request whose answer nobody waits for any more: a late answer is discarded as unknown.
+    pub(crate) fn forget_request(&self, id: &RequestId) {
+        lock(&self.shared.pending).remove(id);
+    }
+
+    async fn request_raw_as(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
         let s = &self.shared;
-        let id = RequestId::Number(s.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         {
             // Checked under the pending lock so a concurrent death cannot strand this request.

@@ -437,8 +437,10 @@ impl Engine {
         }
     }
 
-    /// Cancels a task. Refused for a task that has ended. The server is asked first; when it
-    /// cannot be reached the task is still marked cancelled here, and the reason says so.
+    /// Cancels a task. Refused for a task that has ended. The server is told first: a task with
+    /// `tasks/cancel`, a call still waiting for its answer with `notifications/cancelled` (or, on
+    /// modern HTTP, by closing its stream). When it cannot be told the task is still marked
+    /// cancelled here, and the reason says so; the `cancelled` event's `server_told` says which.
     pub async fn cancel(&self, id: &str) -> Result<TaskRecord> {
         // Nothing more is sent for a task the store cannot record: the server would cancel what
         // the store still shows running.
@@ -450,6 +452,29 @@ impl Engine {
             return Err(refused(&rec, Attempt::Cancel, format!("{} is final", rec.status)).into());
         }
         let mut reason = CANCELLED_BY_USER.to_owned();
+        let mut server_told = true;
+        if rec.remote_task_id.is_none() {
+            // Nothing but the request knows the call: it is in flight on the server's connection
+            // now, or it died with an earlier one.
+            let session = self.server(&rec.server)?.current_session();
+            let told = match &session {
+                Some(session) => session.cancel_call(&rec.id, CANCELLED_BY_USER),
+                None => Ok(false),
+            };
+            match told {
+                Ok(true) => {}
+                Ok(false) => {
+                    server_told = false;
+                    reason = "cancelled here; the server was not told: no request of this task is in flight on \
+                              its connection"
+                        .into();
+                }
+                Err(e) => {
+                    server_told = false;
+                    reason = format!("cancelled here; the server could not be told: {e}");
+                }
+            }
+        }
         if let Some(remote) = &rec.remote_task_id {
             let session = self.server(&rec.server)?.session(Duration::from_secs(10)).await;
             match session {
@@ -459,6 +484,7 @@ impl Engine {
                         // Its answer may say anything about our task, so none of it is used: ours
                         // may still run there.
                         Err(ClientError::WrongTask { server, answered, .. }) => {
+                            server_told = false;
                             reason = format!(
                                 "cancelled here only: server {server:?} answered the cancel about another task \
                                  ({answered:?}), so nothing of its answer was applied and the task may still \
@@ -481,14 +507,19 @@ impl Engine {
                         self.hub.report(&rec, &s);
                     }
                 }
-                Err(e) => reason = format!("cancelled here; the server could not be reached: {e}"),
+                Err(e) => {
+                    server_told = false;
+                    reason = format!("cancelled here; the server could not be reached: {e}");
+                }
             }
         }
         let now = self.hub.gate.get(id)?;
         let result = if now.status.is_terminal() {
             now
         } else {
-            self.hub.gate.apply(id, Update::Cancelled { reason: Some(reason), server_status: None })?
+            let update =
+                Update::Cancelled { reason: Some(reason), server_status: None, server_told: Some(server_told) };
+            self.hub.gate.apply(id, update)?
         };
         let _ = self.hub.live.send(id, DriverMsg::Wake);
         Ok(result)

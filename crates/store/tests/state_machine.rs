@@ -191,7 +191,10 @@ fn leaving_input_required_without_an_answer_drops_the_stale_question() {
 fn a_refusal_serialises_with_a_code_and_the_real_status_for_the_ui() {
     let f = fixture();
     let task = task_in(&f.store, "a", TaskStatus::Completed);
-    let err = f.store.apply(&task.id, Update::Cancelled { reason: None, server_status: None }).unwrap_err();
+    let err = f
+        .store
+        .apply(&task.id, Update::Cancelled { reason: None, server_status: None, server_told: None })
+        .unwrap_err();
     assert_eq!(err.current_status(), Some(TaskStatus::Completed));
     let v = serde_json::to_value(&err).unwrap();
     assert_eq!(v["code"], "refused");
