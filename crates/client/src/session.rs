@@ -179,6 +179,18 @@ pub(crate) struct State {
     /// `tools/call` requests in flight that `notifications/cancelled` may stop, by their progress
     /// token (`crate::tasks`): plain calls, and modern calls not yet answered with a task.
     pub calls: HashMap<String, RequestId>,
+    /// Open `subscriptions/listen` requests for task statuses, by request id (`crate::follow`).
+    pub subscriptions: HashMap<RequestId, Subscribed>,
+    /// Whether the server takes task subscriptions: unknown until one was tried, `false` once it
+    /// refused one, so later follows poll without asking again.
+    pub push: Option<bool>,
+}
+
+/// One open task subscription: where its acknowledgement and its statuses go.
+pub(crate) struct Subscribed {
+    /// The task ids the acknowledgement accepted, once it comes.
+    pub ack: Option<oneshot::Sender<Vec<String>>>,
+    pub statuses: tokio::sync::mpsc::UnboundedSender<TaskSnapshot>,
 }
 
 /// A connected server. Cheap to clone; the connection is closed (a server process killed) when
@@ -979,11 +991,25 @@ fn on_notification(shared: &Shared, n: Notification) {
                     .map_err(|e| e.to_string())
                     .and_then(TaskSnapshot::from_modern)
             };
+            // A status on a task subscription goes to the follow that opened it.
+            let subscription = meta::params_meta(n.params.as_ref())
+                .and_then(|m| m.get(meta::SUBSCRIPTION_ID))
+                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
             match snapshot {
                 Ok(s) => {
-                    let verdict = lock(&shared.state).tracker.observe(&s);
+                    let mut state = lock(&shared.state);
+                    let verdict = state.tracker.observe(&s);
+                    let follower = subscription.and_then(|id| state.subscriptions.get(&id)).map(|f| f.statuses.clone());
+                    drop(state);
                     match verdict {
-                        Verdict::Deliver => shared.handler.on_event(SessionEvent::Task(Box::new(s))),
+                        Verdict::Deliver => match follower {
+                            Some(tx) => {
+                                if let Err(e) = tx.send(s) {
+                                    shared.handler.on_event(SessionEvent::Task(Box::new(e.0)));
+                                }
+                            }
+                            None => shared.handler.on_event(SessionEvent::Task(Box::new(s))),
+                        },
                         Verdict::Held => {
                             tracing::debug!(server = %shared.name, task = %s.task_id, "status for a task not yet known; held")
                         }
@@ -991,6 +1017,24 @@ fn on_notification(shared: &Shared, n: Notification) {
                     }
                 }
                 Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
+            }
+        }
+        methods::SUBSCRIPTIONS_ACKNOWLEDGED => {
+            let id = meta::params_meta(n.params.as_ref())
+                .and_then(|m| m.get(meta::SUBSCRIPTION_ID))
+                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+            let accepted: Vec<String> = params
+                .get("notifications")
+                .and_then(|f| f.get("taskIds"))
+                .and_then(Value::as_array)
+                .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            let ack = id.and_then(|id| lock(&shared.state).subscriptions.get_mut(&id).and_then(|s| s.ack.take()));
+            match ack {
+                Some(ack) => {
+                    let _ = ack.send(accepted);
+                }
+                None => discard(shared, Discard::InvalidParams, format!("{} for no open subscription", n.method)),
             }
         }
         methods::LOG_MESSAGE => match serde_json::from_value(params) {

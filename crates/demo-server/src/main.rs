@@ -109,6 +109,11 @@ struct Args {
     /// `retry` hint), so a client must resume the stream with Last-Event-ID, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
     sse_cut_ms: Option<u64>,
+
+    /// For testing clients: a `subscriptions/listen` subscription ends with an error this long
+    /// after it opened, as a dropped one would, in milliseconds.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    listen_for_ms: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -130,6 +135,7 @@ fn main() -> ExitCode {
         list_page_size: args.list_page_size as usize,
         max_line_bytes: args.max_line_bytes as usize,
         purge_interval: Duration::from_millis(args.purge_interval_ms),
+        listen_for_ms: args.listen_for_ms,
     };
     let store = match store::Store::open(&cfg.state_dir) {
         Ok(s) => s,

@@ -35,6 +35,8 @@ pub struct Config {
     pub list_page_size: usize,
     pub max_line_bytes: usize,
     pub purge_interval: Duration,
+    /// `--listen-for-ms`: subscriptions are dropped after this long (testing clients).
+    pub listen_for_ms: Option<u64>,
 }
 
 /// Which legacy tasks a connection hears about (status notifications, questions).
