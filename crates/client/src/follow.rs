@@ -268,6 +268,14 @@ fn with_error(s: TaskSnapshot, status: TaskStatus, e: &ClientError) -> TaskSnaps
     TaskSnapshot { status, result: None, error: Some(error), result_follows: false, ..s }
 }
 
+/// How long until the next poll. While statuses are pushed a poll only catches what the stream
+/// missed, at the caller's longest interval; but a task's progress travels in its `_meta`, which
+/// a server need not push at every step, so a task that reports progress is polled at the
+/// server's interval all the same. Without a subscription, the server's interval.
+fn poll_wait(opts: &FollowOptions, every: Duration, subscribed: bool, progress_seen: bool) -> Duration {
+    if subscribed && !progress_seen { every.max(opts.max_poll) } else { every }
+}
+
 /// Aborts a spawned task when the follow ends.
 struct OnDrop(Option<tokio::task::AbortHandle>);
 
@@ -314,13 +322,14 @@ async fn follow_loop(
     });
     let _opening_guard = OnDrop(opening.as_ref().map(|h| h.abort_handle()));
     let mut listen: Option<Listen> = None;
+    // Whether the task reports progress, which rides on polls.
+    let mut progress_seen = false;
     // Since when every poll has failed, if the last one did.
     let mut failing_since: Option<Instant> = None;
     // When a poll first said the task ended while the outstanding tasks/result had not answered.
     let mut ended_unanswered: Option<Instant> = None;
     loop {
-        // While statuses are pushed a poll only catches what the stream missed.
-        let wait = if listen.is_some() { every.max(opts.max_poll) } else { every };
+        let wait = poll_wait(&opts, every, listen.is_some(), progress_seen);
         tokio::select! {
             res = async { call.0.as_mut().expect("guarded").await }, if call.0.is_some() => {
                 call.0 = None;
@@ -372,6 +381,7 @@ async fn follow_loop(
             },
             heard = async { listen.as_mut().expect("guarded").next().await }, if listen.is_some() => match heard {
                 Heard::Status(s) => {
+                    progress_seen |= s.progress.is_some();
                     server_poll = s.poll_interval_ms.or(server_poll);
                     every = opts.every(server_poll);
                     let last = s.is_final();
@@ -393,6 +403,7 @@ async fn follow_loop(
                 match session.get_task(&task_id).await {
                     Ok(s) => {
                         failing_since = None;
+                        progress_seen |= s.progress.is_some();
                         server_poll = s.poll_interval_ms.or(server_poll);
                         every = opts.every(server_poll);
                         if s.is_final() {
@@ -587,6 +598,53 @@ mod tests {
         session.shutdown(Duration::from_millis(500)).await;
     }
 
+    /// The demo server over Streamable HTTP with `args`, killed when dropped.
+    struct HttpDemo(std::process::Child, String);
+
+    impl Drop for HttpDemo {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn http_demo(state: &Path, args: &[&str]) -> HttpDemo {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(taskdeck_test_support::demo_server())
+            .arg("--state")
+            .arg(state)
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+        HttpDemo(child, url.trim().to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_status_is_pushed_over_modern_http_on_the_subscriptions_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = http_demo(dir.path(), &["--poll-interval-ms", "5000"]);
+        let spec = crate::HttpSpec {
+            name: "demo".into(),
+            url: server.1.clone(),
+            headers: Default::default(),
+            sign_in: Default::default(),
+        };
+        let opts = SessionOptions { force_era: Some(Era::Modern), ..SessionOptions::default() };
+        let session = Session::open(&crate::Endpoint::Http(spec), opts, Arc::new(IgnoreEvents)).await.unwrap();
+        let (took, seen) = count_to_the_end(&session, 3, 100).await;
+        let last = seen.last().expect("a final snapshot");
+        assert!(last.is_final() && last.status == TaskStatus::Completed, "{last:?}");
+        assert!(took < Duration::from_secs(3), "the end came by poll, after {took:?}");
+        assert_eq!(session.lock_state().push, Some(true));
+        session.shutdown(Duration::from_millis(500)).await;
+    }
+
     #[tokio::test]
     async fn a_legacy_task_is_followed_without_a_subscription() {
         let dir = tempfile::tempdir().unwrap();
@@ -595,6 +653,15 @@ mod tests {
         assert!(seen.last().is_some_and(|s| s.is_final()), "{seen:?}");
         assert_eq!(session.lock_state().push, None, "never asked");
         session.shutdown(Duration::from_millis(500)).await;
+    }
+
+    #[test]
+    fn polls_beside_a_subscription_are_rare_unless_progress_rides_on_them() {
+        let every = Duration::from_millis(200);
+        assert_eq!(poll_wait(&OPTS, every, false, false), every, "no subscription: the server's interval");
+        assert_eq!(poll_wait(&OPTS, every, false, true), every);
+        assert_eq!(poll_wait(&OPTS, every, true, false), OPTS.max_poll, "pushed: a poll only catches what it missed");
+        assert_eq!(poll_wait(&OPTS, every, true, true), every, "progress comes by poll");
     }
 
     #[test]

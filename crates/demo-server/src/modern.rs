@@ -105,7 +105,15 @@ async fn listen(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, envelop
             let mut body = detailed(&conn2, &row);
             if let Some(obj) = body.as_object_mut() {
                 obj.remove("resultType");
-                obj.insert("_meta".into(), on_stream.clone());
+                // Beside what the task's own `_meta` says (its progress).
+                match obj.get_mut("_meta").and_then(Value::as_object_mut) {
+                    Some(m) => {
+                        m.insert(meta::SUBSCRIPTION_ID.into(), json!(rid));
+                    }
+                    None => {
+                        obj.insert("_meta".into(), on_stream.clone());
+                    }
+                }
             }
             conn2.send(Message::notification(methods::TASKS_NOTIFICATION, Some(body))).await;
         }
