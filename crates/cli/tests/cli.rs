@@ -1327,3 +1327,23 @@ fn cancelling_a_plain_call_over_http_posts_the_notification_legacy_and_closes_th
         }
     }
 }
+
+#[test]
+fn a_modern_tasks_end_is_pushed_to_the_cli_before_the_next_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("demo-state");
+    // The server asks for polls 30 s apart (Taskdeck polls every 5 s at the most): only a pushed
+    // status ends the run within a few seconds.
+    let entry = json!({
+        "command": taskdeck_test_support::demo_server(),
+        "args": ["--state", state, "--poll-interval-ms", "30000"],
+        "era": "modern",
+    });
+    let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let started = Instant::now();
+    let out = env.run(&["run", "demo", "count", "--args", r#"{"n": 3, "delay_ms": 100}"#, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["status"], "completed");
+    assert!(started.elapsed() < Duration::from_secs(4), "the end waited for a poll: {:?}", started.elapsed());
+}
