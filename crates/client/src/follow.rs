@@ -116,7 +116,7 @@ impl Drop for Listen {
 
 /// What an open subscription brought.
 enum Heard {
-    Status(TaskSnapshot),
+    Status(Box<TaskSnapshot>),
     /// It ended: answered (`None`), or failed or dropped (the error).
     End(Option<ClientError>),
 }
@@ -128,7 +128,7 @@ impl Listen {
         if !self.ended {
             tokio::select! {
                 biased;
-                Some(s) = self.statuses.recv() => return Heard::Status(s),
+                Some(s) = self.statuses.recv() => return Heard::Status(Box::new(s)),
                 done = &mut self.request => {
                     self.ended = true;
                     self.end = done.ok().and_then(|r| r.err());
@@ -137,7 +137,7 @@ impl Listen {
         }
         // Statuses that came before the end are still heard first.
         match self.statuses.try_recv() {
-            Ok(s) => Heard::Status(s),
+            Ok(s) => Heard::Status(Box::new(s)),
             Err(_) => Heard::End(self.end.take()),
         }
     }
@@ -385,7 +385,7 @@ async fn follow_loop(
                     server_poll = s.poll_interval_ms.or(server_poll);
                     every = opts.every(server_poll);
                     let last = s.is_final();
-                    send(s, Instant::now());
+                    send(*s, Instant::now());
                     if last {
                         return;
                     }
