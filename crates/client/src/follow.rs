@@ -7,9 +7,9 @@
 //!
 //! - modern opens a task subscription (`subscriptions/listen` with the task's id) where the server
 //!   takes one, and yields the statuses it pushes as they come; while it is open, polls only catch
-//!   what it missed (every `max_poll`); when the server does not take it, or it ends, polling at the
-//!   server's interval goes on alone. Nothing depends on the stream: a missed status is the next
-//!   poll's.
+//!   what it missed (every `max_poll`, or at the server's interval while the task reports progress,
+//!   which rides on polls); when the server does not take it, or it ends, polling at the server's
+//!   interval goes on alone. Nothing depends on the stream: a missed status is the next poll's.
 //!
 //! Other status notifications (legacy, which come unasked) are not read here: they reach the
 //! session's handler in wire order with the questions, and the caller keeps that order itself.
@@ -324,12 +324,13 @@ async fn follow_loop(
     let mut listen: Option<Listen> = None;
     // Whether the task reports progress, which rides on polls.
     let mut progress_seen = false;
+    // A deadline, not a fresh sleep per turn: pushed statuses must not put the next poll off.
+    let mut next_poll = Instant::now() + every;
     // Since when every poll has failed, if the last one did.
     let mut failing_since: Option<Instant> = None;
     // When a poll first said the task ended while the outstanding tasks/result had not answered.
     let mut ended_unanswered: Option<Instant> = None;
     loop {
-        let wait = poll_wait(&opts, every, listen.is_some(), progress_seen);
         tokio::select! {
             res = async { call.0.as_mut().expect("guarded").await }, if call.0.is_some() => {
                 call.0 = None;
@@ -396,9 +397,10 @@ async fn follow_loop(
                         None => tracing::debug!(task = %task_id, "the task subscription ended; polling"),
                     }
                     listen = None;
+                    next_poll = next_poll.min(Instant::now() + every);
                 }
             },
-            _ = tokio::time::sleep(wait) => {
+            _ = tokio::time::sleep_until(next_poll) => {
                 let asked_at = Instant::now();
                 match session.get_task(&task_id).await {
                     Ok(s) => {
@@ -465,6 +467,7 @@ async fn follow_loop(
                         }
                     }
                 }
+                next_poll = Instant::now() + poll_wait(&opts, every, listen.is_some(), progress_seen);
             },
         }
     }
