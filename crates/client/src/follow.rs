@@ -6,10 +6,11 @@
 //! - a legacy task seen ended without that request outstanding gets its result fetched once.
 //!
 //! - modern opens a task subscription (`subscriptions/listen` with the task's id) where the server
-//!   takes one, and yields the statuses it pushes as they come; while it is open, polls only catch
-//!   what it missed (every `max_poll`, or at the server's interval while the task reports progress,
-//!   which rides on polls); when the server does not take it, or it ends, polling at the server's
-//!   interval goes on alone. Nothing depends on the stream: a missed status is the next poll's.
+//!   takes one, and yields the statuses it pushes as they come, so none waits for the next poll.
+//!   Polls go on beside it at the server's interval: a task's progress rides on them (in its
+//!   `_meta`, which a server need not push at every step), and so does learning that a sign-in was
+//!   revoked; when the server does not take a subscription, or it ends, they go on alone. Nothing
+//!   depends on the stream: a missed status is the next poll's.
 //!
 //! Other status notifications (legacy, which come unasked) are not read here: they reach the
 //! session's handler in wire order with the questions, and the caller keeps that order itself.
@@ -268,14 +269,6 @@ fn with_error(s: TaskSnapshot, status: TaskStatus, e: &ClientError) -> TaskSnaps
     TaskSnapshot { status, result: None, error: Some(error), result_follows: false, ..s }
 }
 
-/// How long until the next poll. While statuses are pushed a poll only catches what the stream
-/// missed, at the caller's longest interval; but a task's progress travels in its `_meta`, which
-/// a server need not push at every step, so a task that reports progress is polled at the
-/// server's interval all the same. Without a subscription, the server's interval.
-fn poll_wait(opts: &FollowOptions, every: Duration, subscribed: bool, progress_seen: bool) -> Duration {
-    if subscribed && !progress_seen { every.max(opts.max_poll) } else { every }
-}
-
 /// Aborts a spawned task when the follow ends.
 struct OnDrop(Option<tokio::task::AbortHandle>);
 
@@ -322,8 +315,6 @@ async fn follow_loop(
     });
     let _opening_guard = OnDrop(opening.as_ref().map(|h| h.abort_handle()));
     let mut listen: Option<Listen> = None;
-    // Whether the task reports progress, which rides on polls.
-    let mut progress_seen = false;
     // A deadline, not a fresh sleep per turn: pushed statuses must not put the next poll off.
     let mut next_poll = Instant::now() + every;
     // Since when every poll has failed, if the last one did.
@@ -382,7 +373,6 @@ async fn follow_loop(
             },
             heard = async { listen.as_mut().expect("guarded").next().await }, if listen.is_some() => match heard {
                 Heard::Status(s) => {
-                    progress_seen |= s.progress.is_some();
                     server_poll = s.poll_interval_ms.or(server_poll);
                     every = opts.every(server_poll);
                     let last = s.is_final();
@@ -397,7 +387,6 @@ async fn follow_loop(
                         None => tracing::debug!(task = %task_id, "the task subscription ended; polling"),
                     }
                     listen = None;
-                    next_poll = next_poll.min(Instant::now() + every);
                 }
             },
             _ = tokio::time::sleep_until(next_poll) => {
@@ -405,7 +394,6 @@ async fn follow_loop(
                 match session.get_task(&task_id).await {
                     Ok(s) => {
                         failing_since = None;
-                        progress_seen |= s.progress.is_some();
                         server_poll = s.poll_interval_ms.or(server_poll);
                         every = opts.every(server_poll);
                         if s.is_final() {
@@ -467,7 +455,7 @@ async fn follow_loop(
                         }
                     }
                 }
-                next_poll = Instant::now() + poll_wait(&opts, every, listen.is_some(), progress_seen);
+                next_poll = Instant::now() + every;
             },
         }
     }
@@ -589,14 +577,15 @@ mod tests {
     #[tokio::test]
     async fn a_dropped_subscription_falls_back_to_polling_at_the_servers_interval() {
         let dir = tempfile::tempdir().unwrap();
-        // Subscriptions drop after 300 ms; the server asks for polls every 200 ms. Polled only as a
-        // check beside the stream (every 5 s), the task's end would come late.
+        // Subscriptions drop after 300 ms; the server asks for polls every 200 ms: what the stream
+        // no longer brings, they do.
         let args = ["--poll-interval-ms", "200", "--listen-for-ms", "300"];
         let session = demo_with(dir.path(), Era::Modern, &args).await;
         let (took, seen) = count_to_the_end(&session, 10, 200).await;
         let last = seen.last().expect("a final snapshot");
         assert!(last.is_final() && last.status == TaskStatus::Completed, "{last:?}");
         assert!(took < Duration::from_secs(4), "polls did not take over: {took:?}");
+        assert!(seen.iter().filter(|s| s.status == TaskStatus::Working).count() > 1, "polled on: {seen:?}");
         assert_eq!(session.lock_state().push, Some(true), "a subscription was open before it dropped");
         session.shutdown(Duration::from_millis(500)).await;
     }
@@ -656,15 +645,6 @@ mod tests {
         assert!(seen.last().is_some_and(|s| s.is_final()), "{seen:?}");
         assert_eq!(session.lock_state().push, None, "never asked");
         session.shutdown(Duration::from_millis(500)).await;
-    }
-
-    #[test]
-    fn polls_beside_a_subscription_are_rare_unless_progress_rides_on_them() {
-        let every = Duration::from_millis(200);
-        assert_eq!(poll_wait(&OPTS, every, false, false), every, "no subscription: the server's interval");
-        assert_eq!(poll_wait(&OPTS, every, false, true), every);
-        assert_eq!(poll_wait(&OPTS, every, true, false), OPTS.max_poll, "pushed: a poll only catches what it missed");
-        assert_eq!(poll_wait(&OPTS, every, true, true), every, "progress comes by poll");
     }
 
     #[test]
