@@ -47,13 +47,14 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 ///     Last-Event-ID resumption; DELETE ends the session; idle sessions expire.
 ///   - A POST with MCP-Protocol-Version: 2026-07-28 and the matching _meta is one stateless
 ///     request; Mcp-Method and Mcp-Name must match the body (400 HeaderMismatch otherwise).
+///     subscriptions/listen (task statuses, both transports) is answered as an SSE stream.
 ///
 /// Bodies over --max-line-bytes get 413. Browsers' Origin must be this machine or the Host asked.
 ///
 /// Tools:
 ///   generate_report {topic, seconds?}   task required; four stages with progress, resumes after a restart
 ///   diagnose_incident {service?}        task required; asks which service when not given (input_required)
-///   notes_search {query}                never a task; answers at once
+///   notes_search {query, delay_ms?}     never a task; answers at once (or after delay_ms)
 ///   flaky_export {fail_at?}             task required; fails part-way with a tool error
 ///   count {n, delay_ms}                 task optional; counts with progress, cheap (tests, benchmarks)
 ///
