@@ -292,8 +292,11 @@ pub async fn run_tool(
     server: String,
     tool: String,
     arguments: Value,
+    idempotency_key: Option<String>,
 ) -> Result<TaskSummary> {
-    let task = engine(&state)?.run(&server, &tool, arguments).await?;
+    // One key per submission of the run form: a double click or a retried call gets the task the
+    // first one made.
+    let task = engine(&state)?.run_once(&server, &tool, arguments, idempotency_key.as_deref()).await?;
     tracing::info!(task = %task.id, server = %server, tool = %tool, "run from the window");
     Ok((&task).into())
 }

@@ -48,6 +48,10 @@ pub enum Command {
         /// Answers the next question with this JSON object (repeatable, used in order).
         #[arg(long, value_name = "JSON")]
         answer: Vec<String>,
+        /// Runs the tool at most once for this key: a key already used gives back its task (same
+        /// id, its state now, the exit code of that state) instead of starting another.
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
         #[arg(long)]
         json: bool,
     },

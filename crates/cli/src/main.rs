@@ -16,6 +16,7 @@ mod terminal;
 
 use std::collections::VecDeque;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use serde_json::{Map, Value};
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
         Err(payload) => std::panic::resume_unwind(payload),
     };
     // A blocked prompt read or a server still being killed must not hold the exit.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    runtime.shutdown_timeout(Duration::from_millis(200));
     ExitCode::from(code)
 }
 
@@ -170,7 +171,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             if let Some(bad) = named_server(&command).and_then(|name| config.unreadable_entry(name)) {
                 return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
             }
-            let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await?;
+            let engine = open_engine(paths, config, idempotency_key(&command)).await?;
             let server = named_server(&command).map(str::to_owned);
             let outcome = with_engine(&engine, command, prepared, invocation).await;
             let outcome = login::waiting_for_sign_in(&engine, server.as_deref(), outcome);
@@ -261,8 +262,8 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             }
             Ok(EXIT_COMPLETED)
         }
-        Command::Run { server, tool, json, .. } => {
-            let rec = engine.run(&server, &tool, prepared.args).await?;
+        Command::Run { server, tool, json, idempotency_key, .. } => {
+            let rec = engine.run_once(&server, &tool, prepared.args, idempotency_key.as_deref()).await?;
             tracing::info!(task = %rec.id, "started");
             follow(prepared.answers, json).run(&rec.id).await
         }
@@ -376,6 +377,53 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
 
 /// The store for reading only, without the engine's lock; `None` when nothing was ever stored, so
 /// looking does not create a data directory.
+fn idempotency_key(command: &Command) -> Option<String> {
+    match command {
+        Command::Run { idempotency_key, .. } => idempotency_key.clone(),
+        _ => None,
+    }
+}
+
+/// How long a keyed `run` waits for another Taskdeck's lock when the store does not show that one
+/// running the key's task: long enough for a run racing with the same key to write it.
+const KEYED_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Opens the engine. A `run` with an idempotency key that finds another Taskdeck driving the data
+/// directory waits for it instead of failing: the other one may be running this very key (two
+/// scripts retrying one submission), and once it is done this one returns its task. It waits as
+/// long as the key's task is live there, and [`KEYED_LOCK_WAIT`] otherwise.
+async fn open_engine(paths: Paths, config: Config, key: Option<String>) -> Result<Engine> {
+    let Some(key) = key else { return Ok(Engine::open_with_config(paths, EngineOptions::default(), config).await?) };
+    let mut idle_since = tokio::time::Instant::now();
+    let mut said = false;
+    loop {
+        match Engine::open_with_config(paths.clone(), EngineOptions::default(), config.clone()).await {
+            Err(e @ taskdeck_engine::EngineError::Lock(taskdeck_engine::lock::LockError::Held { .. })) => {
+                let live = read_store(&paths)
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.by_idempotency_key(&key).ok().flatten())
+                    .filter(|t| !t.status.is_terminal());
+                match live {
+                    Some(t) => {
+                        idle_since = tokio::time::Instant::now();
+                        if !std::mem::replace(&mut said, true) {
+                            terminal::err(&format!(
+                                "task {} of this idempotency key is running in another Taskdeck; waiting for it\n",
+                                t.id
+                            ));
+                        }
+                    }
+                    None if idle_since.elapsed() >= KEYED_LOCK_WAIT => return Err(e.into()),
+                    None => {}
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
 pub(crate) fn read_store(paths: &Paths) -> Result<Option<Store>> {
     let file = paths.store_file();
     if !file.exists() {

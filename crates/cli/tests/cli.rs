@@ -1184,3 +1184,166 @@ fn a_disabled_server_is_listed_as_disabled_and_never_started() {
     assert_ne!(out.code, 0, "a disabled server's tools are not runnable: {out:?}");
     assert!(out.stderr.contains("off"), "{out:?}");
 }
+
+/// How many tool calls the demo server took as tasks: the rows of its own task store.
+fn demo_calls(env: &Env) -> i64 {
+    let db = env.dir.path().join("demo-state").join("tasks.sqlite3");
+    let conn = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+    conn.query_row("SELECT count(*) FROM tasks", [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_run_repeated_with_one_idempotency_key_gives_back_the_same_task() {
+    let env = Env::demo();
+    let run =
+        || env.run(&["run", "demo", "generate_report", "--args", &report(0.3), "--idempotency-key", "k-1", "--json"]);
+    let first = run();
+    assert_eq!(first.code, 0, "{first:?}");
+    let again = run();
+    assert_eq!(again.code, 0, "{again:?}");
+    assert_eq!(id_of(&again.json()), id_of(&first.json()), "the same task, not a second one");
+    assert_eq!(again.json()["status"], "completed");
+    assert_eq!(again.json()["idempotency_key"], "k-1");
+    assert_eq!(env.tasks().len(), 1);
+    assert_eq!(demo_calls(&env), 1, "the server was called once");
+
+    // The output is what `run` printed for that state, the result text included.
+    let text = || env.run(&["run", "demo", "generate_report", "--args", &report(0.2), "--idempotency-key", "k-t"]);
+    let (once, twice) = (text(), text());
+    assert_eq!((once.code, twice.code), (0, 0), "{once:?}\n{twice:?}");
+    assert!(!once.stdout.trim().is_empty(), "{once:?}");
+    assert_eq!(twice.stdout, once.stdout);
+    assert_eq!(demo_calls(&env), 2);
+
+    // A key used for another run is refused rather than answered with a task nobody asked for.
+    let other = env.run(&["run", "demo", "generate_report", "--args", &report(0.4), "--idempotency-key", "k-1"]);
+    assert_eq!(other.code, 2, "{other:?}");
+    assert!(other.stderr.contains("k-1") && other.stderr.contains("new key"), "{other:?}");
+    // Another key is another run.
+    let fresh =
+        env.run(&["run", "demo", "generate_report", "--args", &report(0.3), "--idempotency-key", "k-2", "--json"]);
+    assert_eq!(fresh.code, 0, "{fresh:?}");
+    assert_ne!(id_of(&fresh.json()), id_of(&first.json()));
+    assert_eq!(demo_calls(&env), 3);
+}
+
+#[test]
+fn a_keyed_run_of_a_task_waiting_for_input_exits_3_with_the_same_task() {
+    let env = Env::demo();
+    let run = || env.run(&["run", "demo", "diagnose_incident", "--idempotency-key", "ask", "--json"]);
+    let first = run();
+    assert_eq!(first.code, 3, "{first:?}");
+    let again = run();
+    assert_eq!(again.code, 3, "{again:?}");
+    assert_eq!(id_of(&again.json()), id_of(&first.json()));
+    assert!(again.stderr.contains("is waiting for input"), "{again:?}");
+    assert_eq!(env.tasks().len(), 1);
+}
+
+#[test]
+fn two_processes_racing_with_one_idempotency_key_start_one_tool_call() {
+    let env = Env::demo();
+    let args = report(1.0);
+    let racers: Vec<Child> = (0..2)
+        .map(|_| env.spawn(&["run", "demo", "generate_report", "--args", &args, "--idempotency-key", "race", "--json"]))
+        .collect();
+    let outs: Vec<Out> = racers.into_iter().map(finish).collect();
+    for out in &outs {
+        assert_eq!(out.code, 0, "{out:?}");
+    }
+    assert_eq!(id_of(&outs[0].json()), id_of(&outs[1].json()), "{outs:?}");
+    assert_eq!(env.tasks().len(), 1);
+    assert_eq!(demo_calls(&env), 1, "one tool call reached the server");
+}
+
+/// What the demo server with state in `state` noted of requests its clients gave up on.
+fn abandoned_requests(state: &Path) -> String {
+    std::fs::read_to_string(state.join("abandoned-requests.log")).unwrap_or_default()
+}
+
+/// Starts a slow plain call, interrupts the CLI once the call is on the wire, and returns the
+/// task's record with its events.
+fn cancel_a_slow_plain_call(env: &Env, state: &Path) -> Value {
+    let args = json!({"query": "pool", "delay_ms": 30_000}).to_string();
+    let child = env.spawn(&["run", "demo", "notes_search", "--args", &args]);
+    // A plain call (legacy), or one the modern server may still make a task: a request until answered.
+    let t = env.wait_task(|t| t["tool"] == "notes_search");
+    // Recorded before it is sent: give the call a moment to reach the server.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(abandoned_requests(state).is_empty());
+    signal(child.id(), "INT");
+    let out = finish(child);
+    assert_eq!(out.code, 4, "{out:?}");
+    env.show(&id_of(&t))
+}
+
+fn told(t: &Value) -> Value {
+    let cancelled = t["events"].as_array().unwrap().iter().find(|e| e["kind"] == "cancelled").cloned();
+    cancelled.unwrap_or_else(|| panic!("no cancelled event: {t:#}"))["data"]["server_told"].clone()
+}
+
+#[test]
+fn cancelling_a_plain_call_tells_the_server_over_stdio_in_either_era() {
+    for era in ["legacy", "modern"] {
+        let mut env = Env::demo();
+        env.force_era = Some(era);
+        let state = env.dir.path().join("demo-state");
+        let t = cancel_a_slow_plain_call(&env, &state);
+        assert_eq!(t["status"], "cancelled", "{era}: {t:#}");
+        assert_eq!(told(&t), json!(true), "{era}: {t:#}");
+        let seen = Instant::now() + Duration::from_secs(5);
+        while !abandoned_requests(&state).contains("notifications/cancelled") {
+            assert!(Instant::now() < seen, "{era}: the server never heard of the cancel");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn cancelling_a_plain_call_over_http_posts_the_notification_legacy_and_closes_the_stream_modern() {
+    for (era, how) in [("legacy", "notifications/cancelled"), ("modern", "its stream closed")] {
+        // Legacy HTTP closes the call's stream and posts the notification too.
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("demo-state");
+        let server = taskdeck_test_support::demo_server_http(&state, "127.0.0.1:0");
+        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", server.entry(Some(era)))]);
+        let env = Env { dir, config: Some(config), force_era: None };
+        let t = cancel_a_slow_plain_call(&env, &state);
+        assert_eq!(t["status"], "cancelled", "{era}: {t:#}");
+        assert_eq!(told(&t), json!(true), "{era}: {t:#}");
+        let seen = Instant::now() + Duration::from_secs(5);
+        while !abandoned_requests(&state).contains(how) {
+            assert!(Instant::now() < seen, "{era}: {:?}", abandoned_requests(&state));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if era == "modern" {
+            // The closed stream is the cancellation: no notification is posted as well.
+            std::thread::sleep(Duration::from_millis(300));
+            assert!(
+                !abandoned_requests(&state).contains("notifications/cancelled"),
+                "{:?}",
+                abandoned_requests(&state)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_modern_tasks_end_is_pushed_to_the_cli_before_the_next_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("demo-state");
+    // The server asks for polls 30 s apart (Taskdeck polls every 5 s at the most): only a pushed
+    // status ends the run within a few seconds.
+    let entry = json!({
+        "command": taskdeck_test_support::demo_server(),
+        "args": ["--state", state, "--poll-interval-ms", "30000"],
+        "era": "modern",
+    });
+    let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let env = Env { dir, config: Some(config), force_era: None };
+    let started = Instant::now();
+    let out = env.run(&["run", "demo", "count", "--args", r#"{"n": 3, "delay_ms": 100}"#, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.json()["status"], "completed");
+    assert!(started.elapsed() < Duration::from_secs(4), "the end waited for a poll: {:?}", started.elapsed());
+}

@@ -5,13 +5,21 @@
 //!   and is the channel many legacy servers ask their questions on (server-quirks 2);
 //! - a legacy task seen ended without that request outstanding gets its result fetched once.
 //!
-//! Status notifications are not read here: they reach the session's handler in wire order with
-//! the questions, and the caller keeps that order itself.
+//! - modern opens a task subscription (`subscriptions/listen` with the task's id) where the server
+//!   takes one, and yields the statuses it pushes as they come, so none waits for the next poll.
+//!   Polls go on beside it at the server's interval: a task's progress rides on them (in its
+//!   `_meta`, which a server need not push at every step), and so does learning that a sign-in was
+//!   revoked; when the server does not take a subscription, or it ends, they go on alone. Nothing
+//!   depends on the stream: a missed status is the next poll's.
+//!
+//! Other status notifications (legacy, which come unasked) are not read here: they reach the
+//! session's handler in wire order with the questions, and the caller keeps that order itself.
 
 use std::time::Duration;
 
+use serde_json::{Value, json};
 use taskdeck_protocol::types::CallToolResult;
-use taskdeck_protocol::{Era, ErrorObject, TaskStatus, codes};
+use taskdeck_protocol::{Era, ErrorObject, Message, RequestId, TaskStatus, codes, methods};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -77,6 +85,123 @@ impl Drop for Follow {
 
 /// How long a legacy task that has ended gets to hand over its result.
 const SETTLE_WAIT: Duration = Duration::from_secs(10);
+
+/// How long a server gets to acknowledge a task subscription; the follow polls meanwhile.
+const ACK_WAIT: Duration = Duration::from_secs(5);
+
+/// An open task subscription: the statuses pushed on it, and its `subscriptions/listen` request,
+/// whose end (the server's answer or error, a closed stream, a lost session) ends it. Dropped
+/// while open, it is cancelled at the server (`notifications/cancelled`, or on HTTP the closed
+/// stream).
+struct Listen {
+    session: Session,
+    id: RequestId,
+    statuses: mpsc::UnboundedReceiver<TaskSnapshot>,
+    request: JoinHandle<Result<Value, ClientError>>,
+    /// The request is over; `end` is how, if it failed.
+    ended: bool,
+    end: Option<ClientError>,
+}
+
+impl Drop for Listen {
+    fn drop(&mut self) {
+        self.request.abort();
+        self.session.lock_state().subscriptions.remove(&self.id);
+        self.session.forget_request(&self.id);
+        if !self.ended {
+            let params = json!({ "requestId": self.id, "reason": "the task is no longer followed" });
+            let _ = self.session.send(&Message::notification(methods::CANCELLED, Some(params)));
+        }
+    }
+}
+
+/// What an open subscription brought.
+enum Heard {
+    Status(Box<TaskSnapshot>),
+    /// It ended: answered (`None`), or failed or dropped (the error).
+    End(Option<ClientError>),
+}
+
+impl Listen {
+    /// The next status pushed, or the subscription's end once what came before it is read.
+    /// Cancel-safe.
+    async fn next(&mut self) -> Heard {
+        if !self.ended {
+            tokio::select! {
+                biased;
+                Some(s) = self.statuses.recv() => return Heard::Status(Box::new(s)),
+                done = &mut self.request => {
+                    self.ended = true;
+                    self.end = done.ok().and_then(|r| r.err());
+                }
+            }
+        }
+        // Statuses that came before the end are still heard first.
+        match self.statuses.try_recv() {
+            Ok(s) => Heard::Status(Box::new(s)),
+            Err(_) => Heard::End(self.end.take()),
+        }
+    }
+}
+
+impl Session {
+    /// Subscribes to the task's statuses where the server takes it; `None` when it does not (a
+    /// refusal is remembered for the session), does not acknowledge within [`ACK_WAIT`], or
+    /// leaves the task out of its acknowledgement.
+    async fn listen_for(&self, task_id: &str) -> Option<Listen> {
+        if self.era() != Era::Modern || self.lock_state().push == Some(false) {
+            return None;
+        }
+        let id = self.next_request_id();
+        let (ack, acked) = tokio::sync::oneshot::channel();
+        let (statuses_tx, statuses) = mpsc::unbounded_channel();
+        self.lock_state()
+            .subscriptions
+            .insert(id.clone(), crate::session::Subscribed { ack: Some(ack), statuses: statuses_tx });
+        let params = json!({ "notifications": { "taskIds": [task_id] } });
+        let (s, rid) = (self.clone(), id.clone());
+        let request = tokio::spawn(async move { s.request_as(rid, methods::SUBSCRIPTIONS_LISTEN, params, None).await });
+        let mut listen = Listen { session: self.clone(), id, statuses, request, ended: false, end: None };
+        enum Opened {
+            Acked(Vec<String>),
+            NoAck,
+            Ended(Option<ClientError>),
+        }
+        let opened = tokio::select! {
+            a = tokio::time::timeout(ACK_WAIT, acked) => match a {
+                Ok(Ok(ids)) => Opened::Acked(ids),
+                _ => Opened::NoAck,
+            },
+            done = &mut listen.request => Opened::Ended(match done {
+                Ok(Err(e)) => Some(e),
+                _ => None,
+            }),
+        };
+        match opened {
+            Opened::Acked(ids) if ids.iter().any(|t| t == task_id) => {
+                self.lock_state().push = Some(true);
+                tracing::debug!(server = %self.name(), task = %task_id, "statuses are pushed");
+                Some(listen)
+            }
+            Opened::Acked(_) => {
+                tracing::debug!(server = %self.name(), task = %task_id, "the subscription left the task out; polling");
+                None
+            }
+            Opened::NoAck => {
+                tracing::debug!(server = %self.name(), task = %task_id, "no subscription acknowledged; polling");
+                None
+            }
+            Opened::Ended(e) => {
+                listen.ended = true;
+                if let Some(e @ ClientError::Rpc { .. }) = &e {
+                    tracing::debug!(server = %self.name(), "no task subscriptions here ({e}); polling");
+                    self.lock_state().push = Some(false);
+                }
+                None
+            }
+        }
+    }
+}
 
 impl Session {
     /// Follows a task this session knows (created or attached), starting from `last`, the
@@ -144,6 +269,17 @@ fn with_error(s: TaskSnapshot, status: TaskStatus, e: &ClientError) -> TaskSnaps
     TaskSnapshot { status, result: None, error: Some(error), result_follows: false, ..s }
 }
 
+/// Aborts a spawned task when the follow ends.
+struct OnDrop(Option<tokio::task::AbortHandle>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(h) = &self.0 {
+            h.abort();
+        }
+    }
+}
+
 /// The legacy `tasks/result` kept outstanding; it must not outlive the follow.
 struct ResultCall(Option<JoinHandle<Result<CallToolResult, ClientError>>>);
 
@@ -172,6 +308,15 @@ async fn follow_loop(
     }));
     let mut server_poll = poll_ms;
     let mut every = opts.every(server_poll);
+    // The task subscription: being opened, then open until it ends.
+    let mut opening = (session.era() == Era::Modern).then(|| {
+        let (s, id) = (session.clone(), task_id.clone());
+        tokio::spawn(async move { s.listen_for(&id).await })
+    });
+    let _opening_guard = OnDrop(opening.as_ref().map(|h| h.abort_handle()));
+    let mut listen: Option<Listen> = None;
+    // A deadline, not a fresh sleep per turn: pushed statuses must not put the next poll off.
+    let mut next_poll = Instant::now() + every;
     // Since when every poll has failed, if the last one did.
     let mut failing_since: Option<Instant> = None;
     // When a poll first said the task ended while the outstanding tasks/result had not answered.
@@ -222,7 +367,29 @@ async fn follow_loop(
                     Err(_) => {}
                 }
             },
-            _ = tokio::time::sleep(every) => {
+            opened = async { opening.as_mut().expect("guarded").await }, if opening.is_some() => {
+                opening = None;
+                listen = opened.ok().flatten();
+            },
+            heard = async { listen.as_mut().expect("guarded").next().await }, if listen.is_some() => match heard {
+                Heard::Status(s) => {
+                    server_poll = s.poll_interval_ms.or(server_poll);
+                    every = opts.every(server_poll);
+                    let last = s.is_final();
+                    send(*s, Instant::now());
+                    if last {
+                        return;
+                    }
+                }
+                Heard::End(ended) => {
+                    match ended {
+                        Some(e) => tracing::info!(task = %task_id, "the task subscription dropped ({e}); polling"),
+                        None => tracing::debug!(task = %task_id, "the task subscription ended; polling"),
+                    }
+                    listen = None;
+                }
+            },
+            _ = tokio::time::sleep_until(next_poll) => {
                 let asked_at = Instant::now();
                 match session.get_task(&task_id).await {
                     Ok(s) => {
@@ -288,6 +455,7 @@ async fn follow_loop(
                         }
                     }
                 }
+                next_poll = Instant::now() + every;
             },
         }
     }
@@ -312,10 +480,16 @@ mod tests {
 
     /// The demo server, in the era asked for.
     async fn demo(state: &Path, era: Era) -> Session {
+        demo_with(state, era, &["--poll-interval-ms", "100"]).await
+    }
+
+    async fn demo_with(state: &Path, era: Era, args: &[&str]) -> Session {
+        let mut args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        args.splice(0..0, ["--state".to_owned(), state.display().to_string()]);
         let spec = ServerSpec {
             name: "demo".into(),
             command: taskdeck_test_support::demo_server().display().to_string(),
-            args: vec!["--state".into(), state.display().to_string(), "--poll-interval-ms".into(), "100".into()],
+            args,
             env: Default::default(),
             cwd: None,
             inherit_env: false,
@@ -362,6 +536,115 @@ mod tests {
             assert!(failed.result.as_ref().is_some_and(|r| r.is_error()) || failed.error.is_some(), "{failed:?}");
             session.shutdown(Duration::from_millis(500)).await;
         }
+    }
+
+    /// Follows `count` to its end; returns how long it took and every snapshot on the way.
+    async fn count_to_the_end(session: &Session, n: u32, delay_ms: u32) -> (Duration, Vec<TaskSnapshot>) {
+        let started = Instant::now();
+        let args = json!({"n": n, "delay_ms": delay_ms});
+        let Ok(Started::Task(handle)) = session.start_tool("count", args, &StartOptions::default()).await else {
+            panic!("count did not start as a task");
+        };
+        let mut follow = session.follow(&handle, OPTS);
+        let mut seen = Vec::new();
+        let all = async {
+            while let Some(next) = follow.next().await {
+                match next {
+                    Followed::Snapshot { snapshot, .. } => seen.push(*snapshot),
+                    other => panic!("{other:?}"),
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), all).await.expect("the task ends");
+        (started.elapsed(), seen)
+    }
+
+    #[tokio::test]
+    async fn a_modern_status_is_pushed_sooner_than_the_servers_poll_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        // Polls every 5 s: only a pushed status can tell the end within the second.
+        let session = demo_with(dir.path(), Era::Modern, &["--poll-interval-ms", "5000"]).await;
+        let (took, seen) = count_to_the_end(&session, 3, 100).await;
+        let last = seen.last().expect("a final snapshot");
+        assert!(last.is_final() && last.status == TaskStatus::Completed, "{last:?}");
+        assert!(took < Duration::from_secs(3), "the end came by poll, after {took:?}");
+        assert_eq!(session.lock_state().push, Some(true));
+        // The subscription ended with the follow: none is left open.
+        assert!(session.lock_state().subscriptions.is_empty());
+        session.shutdown(Duration::from_millis(500)).await;
+    }
+
+    #[tokio::test]
+    async fn a_dropped_subscription_falls_back_to_polling_at_the_servers_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        // Subscriptions drop after 300 ms; the server asks for polls every 200 ms: what the stream
+        // no longer brings, they do.
+        let args = ["--poll-interval-ms", "200", "--listen-for-ms", "300"];
+        let session = demo_with(dir.path(), Era::Modern, &args).await;
+        let (took, seen) = count_to_the_end(&session, 10, 200).await;
+        let last = seen.last().expect("a final snapshot");
+        assert!(last.is_final() && last.status == TaskStatus::Completed, "{last:?}");
+        assert!(took < Duration::from_secs(4), "polls did not take over: {took:?}");
+        assert!(seen.iter().filter(|s| s.status == TaskStatus::Working).count() > 1, "polled on: {seen:?}");
+        assert_eq!(session.lock_state().push, Some(true), "a subscription was open before it dropped");
+        session.shutdown(Duration::from_millis(500)).await;
+    }
+
+    /// The demo server over Streamable HTTP with `args`, killed when dropped.
+    struct HttpDemo(std::process::Child, String);
+
+    impl Drop for HttpDemo {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    fn http_demo(state: &Path, args: &[&str]) -> HttpDemo {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(taskdeck_test_support::demo_server())
+            .arg("--state")
+            .arg(state)
+            .args(args)
+            .args(["--http", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut url).unwrap();
+        HttpDemo(child, url.trim().to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_status_is_pushed_over_modern_http_on_the_subscriptions_stream() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = http_demo(dir.path(), &["--poll-interval-ms", "5000"]);
+        let spec = crate::HttpSpec {
+            name: "demo".into(),
+            url: server.1.clone(),
+            headers: Default::default(),
+            sign_in: Default::default(),
+        };
+        let opts = SessionOptions { force_era: Some(Era::Modern), ..SessionOptions::default() };
+        let session = Session::open(&crate::Endpoint::Http(spec), opts, Arc::new(IgnoreEvents)).await.unwrap();
+        let (took, seen) = count_to_the_end(&session, 3, 100).await;
+        let last = seen.last().expect("a final snapshot");
+        assert!(last.is_final() && last.status == TaskStatus::Completed, "{last:?}");
+        assert!(took < Duration::from_secs(3), "the end came by poll, after {took:?}");
+        assert_eq!(session.lock_state().push, Some(true));
+        session.shutdown(Duration::from_millis(500)).await;
+    }
+
+    #[tokio::test]
+    async fn a_legacy_task_is_followed_without_a_subscription() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = demo(dir.path(), Era::Legacy).await;
+        let (_, seen) = count_to_the_end(&session, 2, 50).await;
+        assert!(seen.last().is_some_and(|s| s.is_final()), "{seen:?}");
+        assert_eq!(session.lock_state().push, None, "never asked");
+        session.shutdown(Duration::from_millis(500)).await;
     }
 
     #[test]

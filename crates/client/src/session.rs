@@ -177,6 +177,21 @@ pub(crate) struct State {
     /// Open legacy questions: the server's request id and the task it belongs to.
     pub questions: HashMap<RequestId, Option<String>>,
     pub resumption: Resumption,
+    /// `tools/call` requests in flight that `notifications/cancelled` may stop, by their progress
+    /// token (`crate::tasks`): plain calls, and modern calls not yet answered with a task.
+    pub calls: HashMap<String, RequestId>,
+    /// Open `subscriptions/listen` requests for task statuses, by request id (`crate::follow`).
+    pub subscriptions: HashMap<RequestId, Subscribed>,
+    /// Whether the server takes task subscriptions: unknown until one was tried, `false` once it
+    /// refused one, so later follows poll without asking again.
+    pub push: Option<bool>,
+}
+
+/// One open task subscription: where its acknowledgement and its statuses go.
+pub(crate) struct Subscribed {
+    /// The task ids the acknowledgement accepted, once it comes.
+    pub ack: Option<oneshot::Sender<Vec<String>>>,
+    pub statuses: tokio::sync::mpsc::UnboundedSender<TaskSnapshot>,
 }
 
 /// A connected server. Cheap to clone; the connection is closed (a server process killed) when
@@ -422,8 +437,43 @@ impl Session {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
+        self.request_raw_as(self.next_request_id(), method, params, timeout).await
+    }
+
+    /// The id the next request will go out with, for a caller that must know it before sending
+    /// (to cancel it later): pass it to [`Session::request_as`].
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// [`Session::request`] under an id from [`Session::next_request_id`].
+    pub(crate) async fn request_as(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let params = match self.era_if_known() {
+            Some(Era::Modern) => with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info),
+            _ => params,
+        };
+        self.request_raw_as(id, method, params, timeout).await
+    }
+
+    /// A request whose answer nobody waits for any more: a late answer is discarded as unknown.
+    pub(crate) fn forget_request(&self, id: &RequestId) {
+        lock(&self.shared.pending).remove(id);
+    }
+
+    async fn request_raw_as(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Value,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
         let s = &self.shared;
-        let id = RequestId::Number(s.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         {
             // Checked under the pending lock so a concurrent death cannot strand this request.
@@ -950,11 +1000,25 @@ fn on_notification(shared: &Shared, n: Notification) {
                     .map_err(|e| e.to_string())
                     .and_then(TaskSnapshot::from_modern)
             };
+            // A status on a task subscription goes to the follow that opened it.
+            let subscription = meta::params_meta(n.params.as_ref())
+                .and_then(|m| m.get(meta::SUBSCRIPTION_ID))
+                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
             match snapshot {
                 Ok(s) => {
-                    let verdict = lock(&shared.state).tracker.observe(&s);
+                    let mut state = lock(&shared.state);
+                    let verdict = state.tracker.observe(&s);
+                    let follower = subscription.and_then(|id| state.subscriptions.get(&id)).map(|f| f.statuses.clone());
+                    drop(state);
                     match verdict {
-                        Verdict::Deliver => shared.handler.on_event(SessionEvent::Task(Box::new(s))),
+                        Verdict::Deliver => match follower {
+                            Some(tx) => {
+                                if let Err(e) = tx.send(s) {
+                                    shared.handler.on_event(SessionEvent::Task(Box::new(e.0)));
+                                }
+                            }
+                            None => shared.handler.on_event(SessionEvent::Task(Box::new(s))),
+                        },
                         Verdict::Held => {
                             tracing::debug!(server = %shared.name, task = %s.task_id, "status for a task not yet known; held")
                         }
@@ -962,6 +1026,24 @@ fn on_notification(shared: &Shared, n: Notification) {
                     }
                 }
                 Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
+            }
+        }
+        methods::SUBSCRIPTIONS_ACKNOWLEDGED => {
+            let id = meta::params_meta(n.params.as_ref())
+                .and_then(|m| m.get(meta::SUBSCRIPTION_ID))
+                .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+            let accepted: Vec<String> = params
+                .get("notifications")
+                .and_then(|f| f.get("taskIds"))
+                .and_then(Value::as_array)
+                .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            let ack = id.and_then(|id| lock(&shared.state).subscriptions.get_mut(&id).and_then(|s| s.ack.take()));
+            match ack {
+                Some(ack) => {
+                    let _ = ack.send(accepted);
+                }
+                None => discard(shared, Discard::InvalidParams, format!("{} for no open subscription", n.method)),
             }
         }
         methods::LOG_MESSAGE => match serde_json::from_value(params) {

@@ -96,7 +96,10 @@ impl Session {
             params.insert("task".into(), Value::Object(task));
         }
         let timeout = if as_task { self.shared.opts.request_timeout } else { self.shared.opts.call_timeout };
-        let result = self.request(methods::TOOLS_CALL, Value::Object(params), Some(timeout)).await?;
+        // A task-augmented request is cancelled with tasks/cancel once it is a task, never with
+        // notifications/cancelled (2025-11-25): only a plain call can be cancelled in flight.
+        let token = if as_task { None } else { opts.progress_token.as_deref() };
+        let result = self.tools_call(params, timeout, token).await?;
         if legacy::tasks::CreateTaskResult::matches(&result) {
             let created: legacy::tasks::CreateTaskResult =
                 serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
@@ -108,8 +111,8 @@ impl Session {
 
     async fn call_modern(&self, name: &str, arguments: &Value, opts: &StartOptions) -> Result<Started, ClientError> {
         let params = call_params(name, arguments, opts);
-        let result =
-            self.request(methods::TOOLS_CALL, Value::Object(params), Some(self.shared.opts.call_timeout)).await?;
+        // Until the server answers, this is a request whatever it becomes: cancellable in flight.
+        let result = self.tools_call(params, self.shared.opts.call_timeout, opts.progress_token.as_deref()).await?;
         match modern::result_type(&result) {
             modern::result_type::TASK => {
                 let detailed: modern::tasks::DetailedTask =
@@ -127,6 +130,35 @@ impl Session {
                 what: format!("a tools/call answer of resultType {other:?} (input before the task exists)"),
             }),
         }
+    }
+
+    /// Sends `tools/call`. Under a progress token the request can be stopped by
+    /// [`Session::cancel_call`] until it is answered.
+    async fn tools_call(
+        &self,
+        params: Map<String, Value>,
+        timeout: std::time::Duration,
+        token: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let id = self.next_request_id();
+        let _in_flight = token.map(|t| InFlight::track(self, t, &id));
+        self.request_as(id, methods::TOOLS_CALL, Value::Object(params), Some(timeout)).await
+    }
+
+    /// Tells the server to stop the call started with `progress_token` that has not been answered
+    /// yet: `notifications/cancelled` with its request id, which the stdio and legacy HTTP
+    /// transports send and the modern HTTP transport carries out by closing the request's stream.
+    /// `Ok(true)` when the server was told; `Ok(false)` when no such call is in flight (answered
+    /// already, or a legacy task-augmented call, which only `tasks/cancel` may stop). The call
+    /// itself goes on waiting until its caller drops it: a server that answers anyway (it may
+    /// have finished first) is heard.
+    pub fn cancel_call(&self, progress_token: &str, reason: &str) -> Result<bool, ClientError> {
+        let id = self.lock_state().calls.get(progress_token).cloned();
+        let Some(id) = id else { return Ok(false) };
+        let params = json!({ "requestId": id, "reason": reason });
+        self.send(&taskdeck_protocol::Message::notification(methods::CANCELLED, Some(params)))?;
+        tracing::info!(server = %self.name(), request = %id, "told the server the call is cancelled");
+        Ok(true)
     }
 
     /// Registers a task with the status filter; delivers a newer status that arrived early.
@@ -222,6 +254,33 @@ impl Session {
             }
             Era::Modern => Ok(None),
         }
+    }
+}
+
+/// A `tools/call` in flight under its progress token, for [`Session::cancel_call`]; dropped with
+/// the call, answered or given up.
+struct InFlight<'a> {
+    session: &'a Session,
+    token: String,
+    id: taskdeck_protocol::RequestId,
+}
+
+impl<'a> InFlight<'a> {
+    fn track(session: &'a Session, token: &str, id: &taskdeck_protocol::RequestId) -> InFlight<'a> {
+        session.lock_state().calls.insert(token.to_owned(), id.clone());
+        InFlight { session, token: token.to_owned(), id: id.clone() }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.session.lock_state();
+        if state.calls.get(&self.token) == Some(&self.id) {
+            state.calls.remove(&self.token);
+        }
+        drop(state);
+        // A call dropped before its answer: the answer, if it comes, is nobody's.
+        self.session.forget_request(&self.id);
     }
 }
 

@@ -394,6 +394,7 @@ impl Front {
             );
         }
         let id = req.id.clone();
+        let listening = req.method == methods::SUBSCRIPTIONS_LISTEN;
         let (conn, mut rx) = Conn::open(&self.server, Some(Era::Modern), Interest::known());
         // Closing the connection cancels the request: a plain call stops with it.
         let mut guard = AbandonConnOnDrop { conn: conn.clone(), id: id.clone(), armed: true };
@@ -401,6 +402,11 @@ impl Front {
         let answer = loop {
             match rx.recv().await {
                 Some(Message::Response(resp)) if resp.id() == Some(&id) => break resp,
+                // An acknowledged subscription is a stream: its notifications, then its end.
+                Some(first @ Message::Notification(_)) if listening => {
+                    guard.armed = false;
+                    return listen_stream(conn, id, first, rx);
+                }
                 Some(other) => {
                     tracing::debug!(method = ?other.method(), "modern message with no place on HTTP; dropped")
                 }
@@ -732,6 +738,36 @@ fn json(status: StatusCode, msg: &Message) -> HttpResponse {
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     r
+}
+
+/// A modern `subscriptions/listen` answered as an SSE stream: every message of the subscription
+/// as one event, until its response (the subscription's end). The client closing the stream
+/// cancels the subscription.
+fn listen_stream(conn: Arc<Conn>, id: RequestId, first: Message, mut rx: mpsc::Receiver<Message>) -> HttpResponse {
+    let (tx, body) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        let mut guard = AbandonConnOnDrop { conn, id: id.clone(), armed: true };
+        let mut msg = first;
+        loop {
+            let end = matches!(&msg, Message::Response(r) if r.id() == Some(&id));
+            let event = Bytes::from(format!("data: {}\n\n", msg.to_line().trim_end()));
+            if tx.send(event).await.is_err() {
+                return;
+            }
+            if end {
+                guard.armed = false;
+                return;
+            }
+            msg = tokio::select! {
+                next = rx.recv() => match next {
+                    Some(m) => m,
+                    None => return,
+                },
+                () = tx.closed() => return,
+            };
+        }
+    });
+    sse(body)
 }
 
 fn sse(rx: mpsc::Receiver<Bytes>) -> HttpResponse {

@@ -47,13 +47,14 @@ const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 ///     Last-Event-ID resumption; DELETE ends the session; idle sessions expire.
 ///   - A POST with MCP-Protocol-Version: 2026-07-28 and the matching _meta is one stateless
 ///     request; Mcp-Method and Mcp-Name must match the body (400 HeaderMismatch otherwise).
+///     subscriptions/listen (task statuses, both transports) is answered as an SSE stream.
 ///
 /// Bodies over --max-line-bytes get 413. Browsers' Origin must be this machine or the Host asked.
 ///
 /// Tools:
 ///   generate_report {topic, seconds?}   task required; four stages with progress, resumes after a restart
 ///   diagnose_incident {service?}        task required; asks which service when not given (input_required)
-///   notes_search {query}                never a task; answers at once
+///   notes_search {query, delay_ms?}     never a task; answers at once (or after delay_ms)
 ///   flaky_export {fail_at?}             task required; fails part-way with a tool error
 ///   count {n, delay_ms}                 task optional; counts with progress, cheap (tests, benchmarks)
 ///
@@ -109,6 +110,11 @@ struct Args {
     /// `retry` hint), so a client must resume the stream with Last-Event-ID, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=86_400_000))]
     sse_cut_ms: Option<u64>,
+
+    /// For testing clients: a `subscriptions/listen` subscription ends with an error this long
+    /// after it opened, as a dropped one would, in milliseconds.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    listen_for_ms: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -130,6 +136,7 @@ fn main() -> ExitCode {
         list_page_size: args.list_page_size as usize,
         max_line_bytes: args.max_line_bytes as usize,
         purge_interval: Duration::from_millis(args.purge_interval_ms),
+        listen_for_ms: args.listen_for_ms,
     };
     let store = match store::Store::open(&cfg.state_dir) {
         Ok(s) => s,

@@ -3,13 +3,14 @@
 //! `tasks/update`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use taskdeck_protocol::modern::request_meta::RequestEnvelope;
 use taskdeck_protocol::modern::result_type;
 use taskdeck_protocol::modern::tasks::{DetailedTask, InputRequest, Task};
 use taskdeck_protocol::types::TaskSupport;
-use taskdeck_protocol::{Era, ErrorObject, Request, RequestId, TaskStatus, codes, meta, methods};
+use taskdeck_protocol::{Era, ErrorObject, Message, Request, RequestId, TaskStatus, codes, meta, methods};
 
 use crate::legacy::task_id;
 use crate::server::{Conn, Server, internal, invalid_params};
@@ -40,6 +41,7 @@ pub async fn handle_request(conn: &Arc<Conn>, req: Request, envelope: RequestEnv
         methods::TASKS_GET => task_id(params).and_then(|t| conn.lookup(t, Era::Modern)).map(|r| detailed(conn, &r)),
         methods::TASKS_UPDATE => update(conn, params),
         methods::TASKS_CANCEL => cancel(conn, params),
+        methods::SUBSCRIPTIONS_LISTEN => return listen(conn, id, params, &envelope).await,
         methods::INITIALIZE => Err(ErrorObject::new(
             codes::INVALID_REQUEST,
             "this connection already speaks 2026-07-28 (requests carry their protocol version in _meta)",
@@ -47,6 +49,75 @@ pub async fn handle_request(conn: &Arc<Conn>, req: Request, envelope: RequestEnv
         other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
     conn.respond(id, result).await;
+}
+
+/// `subscriptions/listen` with `taskIds`: acknowledges the tasks it knows, then sends
+/// `notifications/tasks` (the task as `tasks/get` would give it) on every change of one of them,
+/// and ends the subscription with its response once they have all ended. Other kinds of
+/// notification are not offered, so the acknowledgement leaves them out. With
+/// `--listen-for-ms` the subscription ends with an error after that long, as a dropped one would.
+async fn listen(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, envelope: &RequestEnvelope) {
+    let asked: Vec<String> = params
+        .and_then(|p| p.get("notifications"))
+        .and_then(|n| n.get("taskIds"))
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if !asked.is_empty() && !envelope.declares_tasks() {
+        return conn.respond(id, Err(missing_tasks_extension())).await;
+    }
+    let known: Vec<String> = asked.into_iter().filter(|t| conn.lookup(t, Era::Modern).is_ok()).collect();
+    let on_stream = json!({ meta::SUBSCRIPTION_ID: id });
+    let ack = json!({ "_meta": on_stream, "notifications": { "taskIds": known } });
+    let mut events = conn.events.subscribe();
+    conn.send(Message::notification(methods::SUBSCRIPTIONS_ACKNOWLEDGED, Some(ack))).await;
+    let conn2 = conn.clone();
+    let rid = id.clone();
+    let drop_at = conn.cfg.listen_for_ms.map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
+    conn.spawn_for(&id, async move {
+        let status = |t: &str| conn2.lookup(t, Era::Modern).map(|r| r.status.is_terminal()).unwrap_or(true);
+        loop {
+            if known.iter().all(|t| status(t)) {
+                let done = json!({ "resultType": result_type::COMPLETE, "_meta": on_stream });
+                return conn2.respond(rid, Ok(done)).await;
+            }
+            let next = async {
+                match drop_at {
+                    Some(at) if tokio::time::Instant::now() >= at => None,
+                    Some(at) => tokio::time::timeout_at(at, events.recv()).await.ok(),
+                    None => Some(events.recv().await),
+                }
+            };
+            let changed = match next.await {
+                Some(Ok(t)) => t,
+                Some(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => continue,
+                Some(Err(tokio::sync::broadcast::error::RecvError::Closed)) => return,
+                None => {
+                    tracing::info!(subscription = %rid, "the subscription is dropped (--listen-for-ms)");
+                    let dropped = ErrorObject::new(codes::INTERNAL_ERROR, "the subscription was dropped");
+                    return conn2.respond(rid, Err(dropped)).await;
+                }
+            };
+            if !known.contains(&changed) {
+                continue;
+            }
+            let Ok(row) = conn2.lookup(&changed, Era::Modern) else { continue };
+            let mut body = detailed(&conn2, &row);
+            if let Some(obj) = body.as_object_mut() {
+                obj.remove("resultType");
+                // Beside what the task's own `_meta` says (its progress).
+                match obj.get_mut("_meta").and_then(Value::as_object_mut) {
+                    Some(m) => {
+                        m.insert(meta::SUBSCRIPTION_ID.into(), json!(rid));
+                    }
+                    None => {
+                        obj.insert("_meta".into(), on_stream.clone());
+                    }
+                }
+            }
+            conn2.send(Message::notification(methods::TASKS_NOTIFICATION, Some(body))).await;
+        }
+    });
 }
 
 fn missing_tasks_extension() -> ErrorObject {

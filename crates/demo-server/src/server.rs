@@ -35,6 +35,8 @@ pub struct Config {
     pub list_page_size: usize,
     pub max_line_bytes: usize,
     pub purge_interval: Duration,
+    /// `--listen-for-ms`: subscriptions are dropped after this long (testing clients).
+    pub listen_for_ms: Option<u64>,
 }
 
 /// Which legacy tasks a connection hears about (status notifications, questions).
@@ -327,13 +329,47 @@ impl Conn {
     /// The client of request `id` is gone: nothing it started on our side needs to go on. (Tasks
     /// are not requests; they keep running.)
     pub fn abandon(&self, id: &RequestId) {
+        if self.stop_handler(id) {
+            self.note_abandoned(id, "its stream closed");
+        }
+    }
+
+    /// The client cancelled request `id` with `notifications/cancelled`: its handler stops, if it
+    /// still runs (on HTTP its stream may have closed first).
+    pub fn cancelled_by_client(&self, id: &RequestId) {
+        let stopped = self.stop_handler(id);
+        self.note_abandoned(
+            id,
+            if stopped { "notifications/cancelled" } else { "notifications/cancelled, after its end" },
+        );
+    }
+
+    fn stop_handler(&self, id: &RequestId) -> bool {
+        let mut stopped = false;
         lock(&self.running).retain(|(rid, h)| {
             if rid == id && !h.is_finished() {
-                tracing::debug!(request = %id, "client gone; its handler stops");
                 h.abort();
+                stopped = true;
             }
             rid != id
         });
+        stopped
+    }
+
+    /// Notes in the log, and in `abandoned-requests.log` in the state directory (`ID<TAB>how`),
+    /// that the client gave up on a request, so a test can see that its cancellation arrived.
+    fn note_abandoned(&self, id: &RequestId, how: &str) {
+        tracing::info!(request = %id, "the client gave up on the request ({how})");
+        let line = format!("{id}\t{how}\n");
+        let file = self.cfg.state_dir.join("abandoned-requests.log");
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+        if let Err(e) = written {
+            tracing::warn!("could not note the abandoned request: {e}");
+        }
     }
 
     /// The connection is over: stops every handler it still had running.
@@ -349,8 +385,15 @@ impl Conn {
 pub async fn dispatch(conn: &Arc<Conn>, msg: Message) {
     match msg {
         Message::Request(req) => handle_request(conn, req).await,
+        Message::Notification(n) if n.method == methods::CANCELLED => {
+            let id = n.params.as_ref().and_then(|p| p.get("requestId")).cloned();
+            match id.and_then(|v| serde_json::from_value::<RequestId>(v).ok()) {
+                Some(id) => conn.cancelled_by_client(&id),
+                None => tracing::debug!("notifications/cancelled without a request id ignored"),
+            }
+        }
         Message::Notification(n) => {
-            if n.method != methods::INITIALIZED && n.method != methods::CANCELLED {
+            if n.method != methods::INITIALIZED {
                 tracing::debug!(method = %n.method, "notification ignored");
             }
         }

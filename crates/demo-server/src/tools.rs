@@ -90,13 +90,16 @@ pub const TOOLS: [ToolSpec; 5] = [
         name: NOTES_SEARCH,
         task_support: TaskSupport::Forbidden,
         title: "Search notes",
-        description: "Searches the built-in demo notes and answers at once. Never runs as a task.",
+        description: "Searches the built-in demo notes and answers at once (or after delay_ms). Never runs as a \
+                      task.",
         input_schema: || {
             json!({
                 "type": "object",
                 "properties": {
                     "query": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT,
-                        "description": "Words to look for (case-insensitive)."}
+                        "description": "Words to look for (case-insensitive)."},
+                    "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_COUNT_DELAY_MS,
+                        "description": "Waits this long before answering: a slow plain call, for tests."}
                 },
                 "required": ["query"]
             })
@@ -147,7 +150,7 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
     let allowed: &[&str] = match tool {
         GENERATE_REPORT => &["topic", "seconds"],
         DIAGNOSE_INCIDENT => &["service"],
-        NOTES_SEARCH => &["query"],
+        NOTES_SEARCH => &["query", "delay_ms"],
         FLAKY_EXPORT => &["fail_at"],
         COUNT => &["n", "delay_ms"],
         other => return Err(format!("unknown tool {other:?}")),
@@ -169,6 +172,7 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         }
         NOTES_SEARCH => {
             text(args, "query", true)?;
+            integer(args, "delay_ms", false, 0, MAX_COUNT_DELAY_MS)?;
         }
         FLAKY_EXPORT => {
             integer(args, "fail_at", false, 0, 100)?;

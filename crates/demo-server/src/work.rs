@@ -126,7 +126,12 @@ pub async fn run_tool(
     match tool {
         GENERATE_REPORT => generate_report(run, args, checkpoint).await,
         DIAGNOSE_INCIDENT => diagnose_incident(run, args, row).await,
-        NOTES_SEARCH => Ok(notes_search(args)),
+        NOTES_SEARCH => {
+            if let Some(ms) = args.get("delay_ms").and_then(Value::as_u64) {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            Ok(notes_search(args))
+        }
         FLAKY_EXPORT => flaky_export(run, args).await,
         COUNT => count(run, args, checkpoint).await,
         other => Ok(CallToolResult::error_text(format!("unknown tool {other:?}"))),

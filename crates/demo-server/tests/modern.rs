@@ -158,3 +158,29 @@ fn many_concurrent_counts_all_complete() {
         assert_eq!(text_of(&done["result"]), "counted to 20");
     }
 }
+
+#[test]
+fn subscriptions_listen_acknowledges_pushes_every_status_and_ends_with_the_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Peer::modern(dir.path(), &[]);
+    let id = create_task(&mut p, "count", json!({"n": 3, "delay_ms": 100}));
+    let listen = p.request("subscriptions/listen", json!({"notifications": {"taskIds": [id, "no-such-task"]}}));
+    let on = |m: &Value, method: &str| {
+        m["method"] == method && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == listen
+    };
+    let ack = p.expect("the acknowledgement", |m| on(m, "notifications/subscriptions/acknowledged"));
+    assert_eq!(ack["params"]["notifications"], json!({"taskIds": [id]}), "only the tasks it knows: {ack}");
+    let done = p.expect("the final status", |m| on(m, "notifications/tasks") && terminal(&m["params"]));
+    assert_eq!(done["params"]["taskId"], id.as_str());
+    assert_eq!(done["params"]["status"], "completed");
+    assert!(done["params"]["result"].is_object(), "the result, as tasks/get gives it: {done}");
+    // Every subscribed task has ended: the subscription ends with its response.
+    let end = p.response(&listen);
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], listen);
+
+    // Task statuses are for clients that declared the extension.
+    let r =
+        p.call("subscriptions/listen", json!({"_meta": modern_meta(false, true), "notifications": {"taskIds": [id]}}));
+    assert_eq!(error_code(&r), -32021, "{r}");
+}

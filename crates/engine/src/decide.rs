@@ -84,6 +84,7 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
         TaskStatus::Cancelled => out.push(Action::Write(Update::Cancelled {
             reason: s.status_message.clone().or_else(|| Some("cancelled".into())),
             server_status,
+            server_told: None,
         })),
         // Over, but how comes in a later snapshot.
         TaskStatus::Completed | TaskStatus::Failed if s.result_follows => {}
@@ -453,6 +454,7 @@ mod tests {
                 vec![Action::Write(Update::Cancelled {
                     reason: Some("stopped by the server".into()),
                     server_status: Some("cancelled".into()),
+                    server_told: None,
                 })],
             ),
             (
@@ -463,6 +465,7 @@ mod tests {
                 vec![Action::Write(Update::Cancelled {
                     reason: Some("cancelled".into()),
                     server_status: Some("cancelled".into()),
+                    server_told: None,
                 })],
             ),
         ];

@@ -147,7 +147,14 @@ async fn start(
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
                 Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
                 // Reports are routed by remote id, which this task does not have yet.
-                Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {}
+                Some(DriverMsg::Snapshot(_)) => {}
+                // A cancel wakes the driver once the task is cancelled (the server told): the
+                // call's answer is nobody's now, and dropping the call stops waiting for it.
+                Some(DriverMsg::Wake) => {
+                    if hub.gate.get(&rec.id).is_ok_and(|r| r.status.is_terminal()) {
+                        break None;
+                    }
+                }
                 // The engine is shutting down: the call still ends, with its server.
                 None => break Some((&mut call).await),
             },
@@ -161,7 +168,9 @@ async fn start(
     if plain {
         hub.live.call_ended(&rec.server, &rec.id);
     }
-    let Some(started) = started else { return Step::Halted };
+    let Some(started) = started else {
+        return if hub.gate.halted(&rec.id).is_some() { Step::Halted } else { Step::Done };
+    };
     let era = session.era();
     match started {
         Ok(Started::Task(handle)) => {

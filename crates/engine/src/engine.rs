@@ -187,23 +187,71 @@ impl Engine {
     /// Starts a tool: checks the arguments against its schema, writes the task, and only then
     /// sends anything. Returns the task as stored; its driver takes it from there.
     pub async fn run(&self, server: &str, tool: &str, arguments: Value) -> Result<TaskRecord> {
+        self.run_once(server, tool, arguments, None).await
+    }
+
+    /// [`Engine::run`] under an idempotency key: a key already used returns the task it made, as it
+    /// is now (followed again if this process does not follow it yet), and nothing is sent. The
+    /// store's unique key decides between two runs racing with one key, so one task is made and
+    /// one call sent. A key used for another server, tool or arguments is refused: answering it
+    /// with a task the caller did not describe would be worse than saying so. Without a key every
+    /// run is new.
+    pub async fn run_once(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        idempotency_key: Option<&str>,
+    ) -> Result<TaskRecord> {
+        if let Some(key) = idempotency_key {
+            check_idempotency_key(tool, key)?;
+            if let Some(existing) = self.store().by_idempotency_key(key)? {
+                return self.existing_run(existing, server, tool, &arguments);
+            }
+        }
         let session = self.server(server)?.session(self.hub.opts.server_wait).await?;
         let t = session.tool(tool).await?;
         self.hub
             .schemas
             .check(&t.input_schema, &arguments)
             .map_err(|(path, message)| EngineError::InvalidArguments { tool: tool.into(), path, message })?;
-        let id = uuid::Uuid::new_v4().to_string();
+        let key = idempotency_key.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
         let mode = if session.will_run_as_task(&t) { Mode::Task } else { Mode::Call };
-        let record = self.hub.gate.create(NewTask {
+        let created = self.hub.gate.create(NewTask {
             server: server.into(),
             tool: tool.into(),
-            arguments,
-            idempotency_key: id.clone(),
+            arguments: arguments.clone(),
+            idempotency_key: key,
             mode,
-        })?;
+        });
+        let record = match created {
+            Ok(r) => r,
+            // Another run with this key (a double click) made it while this one looked the tool up.
+            Err(EngineError::Store(StoreError::Duplicate { existing, .. })) if idempotency_key.is_some() => {
+                return self.existing_run(self.hub.gate.get(&existing)?, server, tool, &arguments);
+            }
+            Err(e) => return Err(e),
+        };
         self.ensure_driver(&record.id);
         Ok(record)
+    }
+
+    /// The task an idempotency key already made, if it is the run asked for, picked up as
+    /// [`Engine::resume`] would pick it up when nobody in this process follows it.
+    fn existing_run(&self, rec: TaskRecord, server: &str, tool: &str, arguments: &Value) -> Result<TaskRecord> {
+        if rec.server != server || rec.tool != tool || &rec.arguments != arguments {
+            let message = format!(
+                "idempotency key {:?} was used for task {} ({} on {} with other arguments); use a new key for \
+                 another run",
+                rec.idempotency_key, rec.id, rec.tool, rec.server
+            );
+            return Err(EngineError::InvalidArguments { tool: tool.into(), path: String::new(), message });
+        }
+        tracing::info!(task = %rec.id, "idempotency key already used: the existing task is returned");
+        if rec.status.is_terminal() || self.hub.live.has_driver(&rec.id) {
+            return Ok(rec);
+        }
+        self.resume_one(rec)
     }
 
     pub fn get(&self, id_or_prefix: &str) -> Result<TaskRecord> {
@@ -230,27 +278,30 @@ impl Engine {
                 out.push(rec);
                 continue;
             }
-            let interrupted = match (rec.mode, &rec.remote_task_id) {
-                (Mode::Call, _) => Some("Taskdeck stopped while the call was running; the server's answer was lost"),
-                (Mode::Task, None) => Some("Taskdeck stopped before the server confirmed the task"),
-                (Mode::Task, Some(_)) => None,
-            };
-            if let Some(message) = interrupted {
-                let update = failure(None, format!("{message}; run it again to retry"), FailureReason::Interrupted);
-                out.push(self.hub.gate.apply(&rec.id, update)?);
-                continue;
-            }
-            if self.hub.servers.get(&rec.server).is_none() {
-                // Left pending: the server may come back with the next config change.
-                self.hub.live.set_stalled(&rec.id, format!("server {:?} is not in the config", rec.server));
-                out.push(rec);
-                continue;
-            }
-            self.hub.register_remote(&rec);
-            self.ensure_driver(&rec.id);
-            out.push(rec);
+            out.push(self.resume_one(rec)?);
         }
         Ok(out)
+    }
+
+    /// Picks up one unfinished task nobody in this process drives, as [`Engine::resume`] says.
+    fn resume_one(&self, rec: TaskRecord) -> Result<TaskRecord> {
+        let interrupted = match (rec.mode, &rec.remote_task_id) {
+            (Mode::Call, _) => Some("Taskdeck stopped while the call was running; the server's answer was lost"),
+            (Mode::Task, None) => Some("Taskdeck stopped before the server confirmed the task"),
+            (Mode::Task, Some(_)) => None,
+        };
+        if let Some(message) = interrupted {
+            let update = failure(None, format!("{message}; run it again to retry"), FailureReason::Interrupted);
+            return self.hub.gate.apply(&rec.id, update);
+        }
+        if self.hub.servers.get(&rec.server).is_none() {
+            // Left pending: the server may come back with the next config change.
+            self.hub.live.set_stalled(&rec.id, format!("server {:?} is not in the config", rec.server));
+            return Ok(rec);
+        }
+        self.hub.register_remote(&rec);
+        self.ensure_driver(&rec.id);
+        Ok(rec)
     }
 
     /// Makes sure a driver follows the task (starting its server if needed).
@@ -389,8 +440,10 @@ impl Engine {
         }
     }
 
-    /// Cancels a task. Refused for a task that has ended. The server is asked first; when it
-    /// cannot be reached the task is still marked cancelled here, and the reason says so.
+    /// Cancels a task. Refused for a task that has ended. The server is told first: a task with
+    /// `tasks/cancel`, a call still waiting for its answer with `notifications/cancelled` (or, on
+    /// modern HTTP, by closing its stream). When it cannot be told the task is still marked
+    /// cancelled here, and the reason says so; the `cancelled` event's `server_told` says which.
     pub async fn cancel(&self, id: &str) -> Result<TaskRecord> {
         // Nothing more is sent for a task the store cannot record: the server would cancel what
         // the store still shows running.
@@ -402,6 +455,29 @@ impl Engine {
             return Err(refused(&rec, Attempt::Cancel, format!("{} is final", rec.status)).into());
         }
         let mut reason = CANCELLED_BY_USER.to_owned();
+        let mut server_told = true;
+        if rec.remote_task_id.is_none() {
+            // Nothing but the request knows the call: it is in flight on the server's connection
+            // now, or it died with an earlier one.
+            let session = self.server(&rec.server)?.current_session();
+            let told = match &session {
+                Some(session) => session.cancel_call(&rec.id, CANCELLED_BY_USER),
+                None => Ok(false),
+            };
+            match told {
+                Ok(true) => {}
+                Ok(false) => {
+                    server_told = false;
+                    reason = "cancelled here; the server was not told: no request of this task is in flight on \
+                              its connection"
+                        .into();
+                }
+                Err(e) => {
+                    server_told = false;
+                    reason = format!("cancelled here; the server could not be told: {e}");
+                }
+            }
+        }
         if let Some(remote) = &rec.remote_task_id {
             let session = self.server(&rec.server)?.session(Duration::from_secs(10)).await;
             match session {
@@ -411,6 +487,7 @@ impl Engine {
                         // Its answer may say anything about our task, so none of it is used: ours
                         // may still run there.
                         Err(ClientError::WrongTask { server, answered, .. }) => {
+                            server_told = false;
                             reason = format!(
                                 "cancelled here only: server {server:?} answered the cancel about another task \
                                  ({answered:?}), so nothing of its answer was applied and the task may still \
@@ -433,14 +510,19 @@ impl Engine {
                         self.hub.report(&rec, &s);
                     }
                 }
-                Err(e) => reason = format!("cancelled here; the server could not be reached: {e}"),
+                Err(e) => {
+                    server_told = false;
+                    reason = format!("cancelled here; the server could not be reached: {e}");
+                }
             }
         }
         let now = self.hub.gate.get(id)?;
         let result = if now.status.is_terminal() {
             now
         } else {
-            self.hub.gate.apply(id, Update::Cancelled { reason: Some(reason), server_status: None })?
+            let update =
+                Update::Cancelled { reason: Some(reason), server_status: None, server_told: Some(server_told) };
+            self.hub.gate.apply(id, update)?
         };
         let _ = self.hub.live.send(id, DriverMsg::Wake);
         Ok(result)
@@ -572,6 +654,29 @@ impl Engine {
             Ok(s) => s,
             Err(_) => Arc::new(taskdeck_client::auth::FileStore::in_dir(&self.hub.paths.data_dir)),
         }
+    }
+}
+
+/// The longest idempotency key taken: a key names a submission, it is not a place for data.
+pub const MAX_IDEMPOTENCY_KEY: usize = 255;
+
+fn check_idempotency_key(tool: &str, key: &str) -> Result<()> {
+    let bad = if key.trim().is_empty() {
+        Some("is empty".to_owned())
+    } else if key.len() > MAX_IDEMPOTENCY_KEY {
+        Some(format!("is longer than {MAX_IDEMPOTENCY_KEY} bytes"))
+    } else if key.chars().any(char::is_control) {
+        Some("holds a control character".to_owned())
+    } else {
+        None
+    };
+    match bad {
+        Some(why) => Err(EngineError::InvalidArguments {
+            tool: tool.into(),
+            path: String::new(),
+            message: format!("the idempotency key {why}"),
+        }),
+        None => Ok(()),
     }
 }
 

@@ -494,7 +494,10 @@ mod tests {
         gate.flush();
         let small = Update::Progress(Progress { progress: 2.0, total: None, message: None });
         assert!(matches!(gate.apply(&rec.id, small), Err(EngineError::StoreUnwritable { .. })));
-        assert!(gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None }).is_none());
+        assert!(
+            gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None, server_told: None })
+                .is_none()
+        );
         assert!(published(&mut rx).is_empty());
         let now = gate.get(&rec.id).unwrap();
         assert_eq!((now.status, now.progress), (TaskStatus::Working, None), "recorded as it was");
@@ -506,9 +509,12 @@ mod tests {
     #[test]
     fn a_refused_update_is_not_published() {
         let (_dir, gate, rec) = gate();
-        gate.apply(&rec.id, Update::Cancelled { reason: None, server_status: None }).unwrap();
+        gate.apply(&rec.id, Update::Cancelled { reason: None, server_status: None, server_told: None }).unwrap();
         let mut rx = gate.subscribe();
-        assert!(gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None }).is_none());
+        assert!(
+            gate.apply_quietly(&rec.id, Update::Cancelled { reason: None, server_status: None, server_told: None })
+                .is_none()
+        );
         assert!(published(&mut rx).is_empty());
     }
 }

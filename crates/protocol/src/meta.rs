@@ -14,6 +14,9 @@ pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
 /// The tasks extension's identifier, under `capabilities.extensions`.
 pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+/// On every message of a `subscriptions/listen` stream (2026-07-28): the JSON-RPC id of the
+/// request that opened it.
+pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The progress token of a request, in its `params._meta`.
 pub const PROGRESS_TOKEN: &str = "progressToken";

@@ -108,6 +108,24 @@ impl Schemas {
         let method = message.get("method").and_then(Value::as_str);
         let is_request = method.is_some() && message.get("id").is_some();
         let wrap = |r: Result<(), String>| r.map_err(|e| format!("{e}\n  message: {message}"));
+        // The tasks extension adds `taskIds` to the core's subscription filter (ext-tasks
+        // `TaskSubscription*Notifications`): checked against the extension, the rest against the core.
+        let ext_filter = match method {
+            Some("subscriptions/listen") => Some("TaskSubscriptionNotifications"),
+            Some("notifications/subscriptions/acknowledged") => Some("TaskSubscriptionAcknowledgedNotifications"),
+            _ => None,
+        };
+        if era == Era::Modern
+            && let Some(ext_def) = ext_filter
+            && let Some(ids) = message.pointer("/params/notifications/taskIds")
+        {
+            wrap(self.validate_def(Doc::TasksExt, ext_def, &serde_json::json!({ "taskIds": ids })))?;
+            let mut core = message.clone();
+            if let Some(filter) = core.pointer_mut("/params/notifications").and_then(Value::as_object_mut) {
+                filter.remove("taskIds");
+            }
+            return self.check(era, sender, &core, answering);
+        }
         if let Some(method) = method {
             let (doc, def) = message_def(era, sender, method, is_request)
                 .ok_or_else(|| format!("no schema known for {sender:?} {method} in {era:?}: {message}"))?;
@@ -221,6 +239,7 @@ fn result_defs(era: Era, sender: Sender, answering: &str, result: &Value) -> Opt
         (Era::Modern, Sender::Server, "tasks/get") => (TasksExt, "GetTaskResult"),
         (Era::Modern, Sender::Server, "tasks/update") => (TasksExt, "UpdateTaskResult"),
         (Era::Modern, Sender::Server, "tasks/cancel") => (TasksExt, "CancelTaskResult"),
+        (Era::Modern, Sender::Server, "subscriptions/listen") => (Modern, "SubscriptionsListenResult"),
         (Era::Modern, _, "ping") => (Modern, "EmptyResult"),
         _ => return None,
     })
@@ -372,5 +391,24 @@ mod tests {
             "io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}});
         let ok = json!({"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t","_meta":meta}});
         s.check(Era::Modern, Sender::Client, &ok, None).unwrap();
+    }
+
+    #[test]
+    fn task_ids_in_a_subscription_are_the_extensions_and_checked_by_it() {
+        let s = Schemas::load();
+        let meta = json!({"io.modelcontextprotocol/protocolVersion":"2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}});
+        let listen = |ids: Value| {
+            json!({"jsonrpc":"2.0","id":7,"method":"subscriptions/listen",
+                "params":{"_meta": meta.clone(), "notifications":{"taskIds": ids}}})
+        };
+        s.check(Era::Modern, Sender::Client, &listen(json!(["t"])), None).unwrap();
+        s.check(Era::Modern, Sender::Client, &listen(json!("t")), None).unwrap_err();
+        let ack = json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
+            "params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"notifications":{"taskIds":["t"],"toolz":true}}});
+        s.check(Era::Modern, Sender::Server, &ack, None).unwrap_err();
+        let end = json!({"jsonrpc":"2.0","id":7,"result":{"resultType":"complete",
+            "_meta":{"io.modelcontextprotocol/subscriptionId":7}}});
+        s.check(Era::Modern, Sender::Server, &end, Some("subscriptions/listen")).unwrap();
     }
 }

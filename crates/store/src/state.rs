@@ -46,6 +46,9 @@ pub enum Update {
     Cancelled {
         reason: Option<String>,
         server_status: Option<String>,
+        /// Whether the server was told of a cancel Taskdeck made: `tasks/cancel` answered, or
+        /// `notifications/cancelled` sent for a plain call. `None` when the server cancelled it.
+        server_told: Option<bool>,
     },
 }
 
@@ -97,8 +100,8 @@ pub(crate) fn bounded(update: Update) -> Update {
             },
             server_status: error_text(server_status),
         },
-        Update::Cancelled { reason, server_status } => {
-            Update::Cancelled { reason: error_text(reason), server_status: error_text(server_status) }
+        Update::Cancelled { reason, server_status, server_told } => {
+            Update::Cancelled { reason: error_text(reason), server_status: error_text(server_status), server_told }
         }
         Update::Completed { result, server_status } => {
             Update::Completed { result, server_status: error_text(server_status) }
@@ -268,9 +271,15 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             event: Some((EventKind::Failed, json!({ "server_status": server_status, "error": error }))),
             derived_error: None,
         },
-        Update::Cancelled { reason, server_status } => Plan {
+        Update::Cancelled { reason, server_status, server_told } => Plan {
             to: TaskStatus::Cancelled,
-            event: Some((EventKind::Cancelled, json!({ "server_status": server_status, "reason": reason }))),
+            event: Some((
+                EventKind::Cancelled,
+                match server_told {
+                    Some(told) => json!({ "server_status": server_status, "reason": reason, "server_told": told }),
+                    None => json!({ "server_status": server_status, "reason": reason }),
+                },
+            )),
             derived_error: None,
         },
     };

@@ -75,31 +75,46 @@ impl Store {
     /// Inserts a working task and its `created` event. A second task with the same idempotency key
     /// is refused with [`StoreError::Duplicate`] naming the existing task, so a retried create can
     /// tell "already there" from "new" and never makes two.
+    ///
+    /// The check and the insert are one `IMMEDIATE` transaction, which takes the file's write lock
+    /// before the check: another connection, in this process or another, cannot insert the key in
+    /// between. The column's `UNIQUE` index (there since the first schema) is the last word: an
+    /// insert it refuses is the same [`StoreError::Duplicate`].
     pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let existing: Option<String> = tx
-            .prepare_cached("SELECT id FROM tasks WHERE idempotency_key = ?1")?
-            .query_row([&new.idempotency_key], |r| r.get(0))
-            .optional()?;
-        if let Some(existing) = existing {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let existing = |tx: &Connection| -> Result<Option<String>> {
+            Ok(tx
+                .prepare_cached("SELECT id FROM tasks WHERE idempotency_key = ?1")?
+                .query_row([&new.idempotency_key], |r| r.get(0))
+                .optional()?)
+        };
+        if let Some(existing) = existing(&tx)? {
             return Err(StoreError::Duplicate { idempotency_key: new.idempotency_key, existing });
         }
         let id = uuid::Uuid::new_v4().to_string();
         let now = time::format(&time::now());
-        tx.prepare_cached(
-            "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'working', ?7, ?7)",
-        )?
-        .execute(params![
-            id,
-            new.server,
-            new.tool,
-            new.arguments.to_string(),
-            new.idempotency_key,
-            new.mode.as_str(),
-            now
-        ])?;
+        let inserted = tx
+            .prepare_cached(
+                "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'working', ?7, ?7)",
+            )?
+            .execute(params![
+                id,
+                new.server,
+                new.tool,
+                new.arguments.to_string(),
+                new.idempotency_key,
+                new.mode.as_str(),
+                now
+            ]);
+        if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted
+            && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+            && let Some(existing) = existing(&tx)?
+        {
+            return Err(StoreError::Duplicate { idempotency_key: new.idempotency_key, existing });
+        }
+        inserted?;
         let data = json!({
             "server": new.server, "tool": new.tool, "mode": new.mode, "idempotency_key": new.idempotency_key,
         });
@@ -108,6 +123,16 @@ impl Store {
         let record = load(&tx, &id)?;
         tx.commit()?;
         Ok(record)
+    }
+
+    /// The task created under `idempotency_key`, if there is one.
+    pub fn by_idempotency_key(&self, idempotency_key: &str) -> Result<Option<TaskRecord>> {
+        let conn = self.conn();
+        let id: Option<String> = conn
+            .prepare_cached("SELECT id FROM tasks WHERE idempotency_key = ?1")?
+            .query_row([idempotency_key], |r| r.get(0))
+            .optional()?;
+        id.map(|id| load(&conn, &id)).transpose()
     }
 
     /// Records the server side of the task the moment it is known. Repeating it with the same

@@ -27,7 +27,7 @@ fn a_batch_applies_the_valid_items_and_reports_the_refused_ones_in_place() {
             (missing.clone(), progress(3.0)),
             (b.id.clone(), progress(4.0)),
             (a.id.clone(), progress(5.0)),
-            (a.id.clone(), Update::Cancelled { reason: Some("stop".into()), server_status: None }),
+            (a.id.clone(), Update::Cancelled { reason: Some("stop".into()), server_status: None, server_told: None }),
             (a.id.clone(), progress(6.0)),
         ])
         .unwrap();

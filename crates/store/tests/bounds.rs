@@ -110,7 +110,10 @@ fn huge_status_progress_and_error_texts_are_cut_with_the_marker() {
     let logged = serde_json::to_string(&events).unwrap();
     assert!(logged.len() < 4 * limits::ERROR_TEXT_BYTES + 4096, "{}", logged.len());
     let cancelled = f.store.create_task(new_task("b")).unwrap();
-    let rec = f.store.apply(&cancelled.id, Update::Cancelled { reason: Some(huge()), server_status: None }).unwrap();
+    let rec = f
+        .store
+        .apply(&cancelled.id, Update::Cancelled { reason: Some(huge()), server_status: None, server_told: None })
+        .unwrap();
     assert!(rec.status_message.is_none() || cut(rec.status_message.as_deref().unwrap(), limits::ERROR_TEXT_BYTES));
 }
 

@@ -201,7 +201,12 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
             .unwrap();
     }
     assert!(search(&f.store, "collecting").is_empty());
-    f.store.apply(&w.id, Update::Cancelled { reason: Some("stopped by hand".into()), server_status: None }).unwrap();
+    f.store
+        .apply(
+            &w.id,
+            Update::Cancelled { reason: Some("stopped by hand".into()), server_status: None, server_told: None },
+        )
+        .unwrap();
     assert_eq!(search(&f.store, "collecting"), [w.id.as_str()]);
     assert_eq!(search(&f.store, "stopped hand"), [w.id.as_str()], "the cancel's reason");
     // Paged like the list.

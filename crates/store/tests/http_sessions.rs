@@ -83,6 +83,6 @@ fn only_a_working_or_waiting_task_keeps_its_server_s_session_needed() {
     let t = f.store.create_task(new_task("a")).unwrap();
     assert!(f.store.has_live_tasks("demo").unwrap());
     assert!(!f.store.has_live_tasks("elsewhere").unwrap(), "another server's task is not this one's");
-    f.store.apply(&t.id, Update::Cancelled { reason: None, server_status: None }).unwrap();
+    f.store.apply(&t.id, Update::Cancelled { reason: None, server_status: None, server_told: None }).unwrap();
     assert!(!f.store.has_live_tasks("demo").unwrap(), "an ended task needs nothing kept");
 }

@@ -42,6 +42,29 @@ fn a_duplicate_idempotency_key_names_the_existing_task_and_creates_nothing() {
 }
 
 #[test]
+fn two_connections_racing_with_one_idempotency_key_make_one_task() {
+    let f = fixture();
+    // Each thread has its own connection to the file, as two processes would.
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let path = f.path.clone();
+            std::thread::spawn(move || Store::open(&path).unwrap().create_task(new_task("raced")))
+        })
+        .collect();
+    let outcomes: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+    let made: Vec<_> = outcomes.iter().filter_map(|o| o.as_ref().ok()).collect();
+    assert_eq!(made.len(), 1, "{outcomes:?}");
+    for o in &outcomes {
+        if let Err(e) = o {
+            assert!(matches!(e, StoreError::Duplicate { existing, .. } if *existing == made[0].id), "{e:?}");
+        }
+    }
+    assert_eq!(f.store.list(&ListFilter::default()).unwrap().len(), 1);
+    assert_eq!(f.store.by_idempotency_key("raced").unwrap().map(|t| t.id), Some(made[0].id.clone()));
+    assert_eq!(f.store.by_idempotency_key("never used").unwrap(), None);
+}
+
+#[test]
 fn list_is_newest_first_and_filters_by_status_server_and_limit() {
     let f = fixture();
     let a = task_in(&f.store, "a", TaskStatus::Working);

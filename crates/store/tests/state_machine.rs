@@ -191,11 +191,32 @@ fn leaving_input_required_without_an_answer_drops_the_stale_question() {
 fn a_refusal_serialises_with_a_code_and_the_real_status_for_the_ui() {
     let f = fixture();
     let task = task_in(&f.store, "a", TaskStatus::Completed);
-    let err = f.store.apply(&task.id, Update::Cancelled { reason: None, server_status: None }).unwrap_err();
+    let err = f
+        .store
+        .apply(&task.id, Update::Cancelled { reason: None, server_status: None, server_told: None })
+        .unwrap_err();
     assert_eq!(err.current_status(), Some(TaskStatus::Completed));
     let v = serde_json::to_value(&err).unwrap();
     assert_eq!(v["code"], "refused");
     assert_eq!(v["current"], "completed");
     assert_eq!(v["attempted"], "cancel");
     assert_eq!(v["id"], task.id.as_str());
+}
+
+#[test]
+fn a_cancel_records_whether_the_server_was_told() {
+    let f = fixture();
+    let told_of = |told: Option<bool>| {
+        let task = task_in(&f.store, &format!("c{told:?}"), TaskStatus::Working);
+        let update =
+            Update::Cancelled { reason: Some("cancelled by the user".into()), server_status: None, server_told: told };
+        f.store.apply(&task.id, update).unwrap();
+        let events = f.store.events(&task.id).unwrap();
+        let cancelled = events.iter().find(|e| e.kind == taskdeck_store::EventKind::Cancelled).unwrap();
+        cancelled.data.get("server_told").cloned()
+    };
+    assert_eq!(told_of(Some(true)), Some(json!(true)));
+    assert_eq!(told_of(Some(false)), Some(json!(false)));
+    // The server's own cancel: nobody had to tell it.
+    assert_eq!(told_of(None), None);
 }

@@ -61,7 +61,9 @@ export const editConfig = () => call('edit_config');
 /** Opens the folder with the app's, the CLI's and each server's log files in the file manager. */
 export const openLogFolder = () => call('open_log_folder');
 export const listTools = (server: string) => call('list_tools', { server });
-export const runTool = (server: string, tool: string, args: JsonValue) => call('run_tool', { server, tool, arguments: args });
+/** `idempotencyKey` names one submission: the engine starts one task per key, whoever asks again. */
+export const runTool = (server: string, tool: string, args: JsonValue, idempotencyKey: string | null = null) =>
+  call('run_tool', { server, tool, arguments: args, idempotencyKey });
 export const listTasks = () => call('list_tasks');
 export const taskDetail = (id: string) => call('task_detail', { id });
 /** The task's events newer than event `after` (0 for all of them). */

@@ -137,6 +137,8 @@ describe('the timeline in words', () => {
       'Cancelled by the server: stopped by the server',
       'Cancelled by you; the server could not be reached: gone',
     ]);
+    const told = ev('cancelled', { server_status: null, reason: 'cancelled by the user', server_told: true }, 1, 'working', 'cancelled');
+    expect(words([told])).toEqual(['Cancelled by you; the server was told']);
   });
 
   it('says Taskdeck gave up on a reclaimed task', () => {

@@ -106,7 +106,10 @@ const WORDING: Record<EventKind, (e: TaskEvent, ctx: Context) => Said> = {
   },
   cancelled: (e) => {
     const reason = str(data(e).reason);
-    if (reason === null || reason === 'cancelled by the user') return { text: 'Cancelled by you', tone: 'bad' };
+    // `server_told` (Taskdeck's own cancels): whether the server heard of it.
+    if (reason === null || reason === 'cancelled by the user') {
+      return { text: data(e).server_told === true ? 'Cancelled by you; the server was told' : 'Cancelled by you', tone: 'bad' };
+    }
     if (reason.startsWith('cancelled here')) return { text: `Cancelled by you; ${t(reason.replace(/^cancelled here[;:]?\s*/, ''))}`, tone: 'bad' };
     if (reason === 'cancelled') return { text: 'Cancelled by the server', tone: 'bad' };
     return { text: `Cancelled by the server: ${t(reason)}`, tone: 'bad' };

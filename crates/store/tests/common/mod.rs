@@ -63,7 +63,11 @@ pub fn every_update() -> Vec<Update> {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: None },
             server_status: Some("failed".into()),
         },
-        Update::Cancelled { reason: Some("user cancelled".into()), server_status: Some("cancelled".into()) },
+        Update::Cancelled {
+            reason: Some("user cancelled".into()),
+            server_status: Some("cancelled".into()),
+            server_told: None,
+        },
     ]
 }
 
@@ -80,7 +84,9 @@ pub fn task_in(store: &Store, key: &str, status: TaskStatus) -> TaskRecord {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: Some("server error".into()) },
             server_status: Some("failed".into()),
         },
-        TaskStatus::Cancelled => Update::Cancelled { reason: Some("user cancelled".into()), server_status: None },
+        TaskStatus::Cancelled => {
+            Update::Cancelled { reason: Some("user cancelled".into()), server_status: None, server_told: None }
+        }
     };
     let record = store.apply(&task.id, update).unwrap();
     assert_eq!(record.status, status);

@@ -27,7 +27,7 @@ export type Commands = {
   edit_config: { args: Record<string, never>; response: null };
   open_log_folder: { args: Record<string, never>; response: null };
   list_tools: { args: { server: string }; response: Array<ToolInfo> };
-  run_tool: { args: { server: string; tool: string; arguments: JsonValue }; response: TaskSummary };
+  run_tool: { args: { server: string; tool: string; arguments: JsonValue; idempotencyKey: string | null }; response: TaskSummary };
   rerun_task: { args: { id: string }; response: TaskSummary };
   export_result: { args: { id: string }; response: string | null };
   list_tasks: { args: Record<string, never>; response: Array<TaskSummary> };
