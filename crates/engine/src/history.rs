@@ -13,7 +13,10 @@ use taskdeck_store::{
     TaskEvent, TaskQuery, TaskRecord, TaskSummary,
 };
 
+use chrono::{DateTime, Utc};
+
 use crate::engine::Engine;
+use crate::event::EngineEvent;
 use crate::error::Result;
 
 /// What a retention pass removed (or, on a dry run, would remove), and the file's size around it.
@@ -69,14 +72,46 @@ impl Engine {
             }
             self.cancel(id).await?;
         }
-        self.gate().delete(ids, PurgeReason::User)
+        let purged = self.gate().delete(ids, PurgeReason::User)?;
+        self.announce_deleted(&purged);
+        Ok(purged)
+    }
+
+    /// Deletes every finished, unpinned task last updated before `before` (what "delete everything
+    /// finished before DATE" means), as the user's delete: `user` purge lines, a chunk of tasks per
+    /// transaction so the engine's writes go in between. Working and waiting tasks are never among
+    /// them, so nothing needs cancelling. `dry_run` only says which.
+    pub fn delete_finished_before(&self, before: DateTime<Utc>, dry_run: bool) -> Result<Vec<Purged>> {
+        let rule = finished_before(before);
+        let candidates = self.store().prune_candidates(&rule)?;
+        if dry_run {
+            return Ok(candidates);
+        }
+        let mut removed = Vec::with_capacity(candidates.len());
+        for chunk in candidates.chunks(DELETE_CHUNK) {
+            let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
+            let purged = self.gate().delete(&ids, PurgeReason::User)?;
+            self.announce_deleted(&purged);
+            removed.extend(purged);
+        }
+        Ok(removed)
+    }
+
+    fn announce_deleted(&self, purged: &[Purged]) {
+        if !purged.is_empty() {
+            self.gate().announce(EngineEvent::Deleted { tasks: purged.to_vec() });
+        }
     }
 
     /// Applies a retention rule: finished, unpinned tasks that break it are removed, each with a
     /// `policy` purge line, and the freed pages go back to the file system where the store allows
     /// it. Working and waiting tasks are never touched. `dry_run` removes nothing.
     pub fn prune(&self, rule: &Retention, dry_run: bool) -> Result<PruneReport> {
-        prune(self.store(), rule, dry_run, |rule| self.gate().prune(rule))
+        let report = prune(self.store(), rule, dry_run, |rule| self.gate().prune(rule))?;
+        if !report.dry_run {
+            self.announce_deleted(&report.removed);
+        }
+        Ok(report)
     }
 
     /// A page of the task list, newest first (see `Store::summaries`).
@@ -96,8 +131,19 @@ impl Engine {
 
     /// Pins a task (retention keeps it) or unpins it.
     pub fn pin(&self, id: &str, pinned: bool) -> Result<TaskSummary> {
-        self.gate().set_pinned(id, pinned)
+        let summary = self.gate().set_pinned(id, pinned)?;
+        self.gate().announce(EngineEvent::Pinned { task: Box::new(summary.clone()) });
+        Ok(summary)
     }
+}
+
+/// Tasks removed per transaction by [`Engine::delete_finished_before`], as retention does.
+const DELETE_CHUNK: usize = 500;
+
+/// "Finished before this moment" as a retention rule: `updated_at` is when a finished task ended.
+fn finished_before(before: DateTime<Utc>) -> Retention {
+    let age = (Utc::now() - before).to_std().unwrap_or_default();
+    Retention { older_than: Some(age), ..Retention::default() }
 }
 
 /// A dry run of a retention rule against a store read without the engine.
