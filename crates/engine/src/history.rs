@@ -16,8 +16,8 @@ use taskdeck_store::{
 use chrono::{DateTime, Utc};
 
 use crate::engine::Engine;
-use crate::event::EngineEvent;
 use crate::error::Result;
+use crate::event::EngineEvent;
 
 /// What a retention pass removed (or, on a dry run, would remove), and the file's size around it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -129,6 +129,12 @@ impl Engine {
         Ok(self.store().purge_log(after, limit)?)
     }
 
+    /// The newest lines of the purge log before line `before` (from the newest when `None`), newest
+    /// first: what a front end shows of the history's removals.
+    pub fn purge_log_newest(&self, before: Option<i64>, limit: usize) -> Result<Vec<PurgeLine>> {
+        Ok(self.store().purge_log_newest(before, limit)?)
+    }
+
     /// Pins a task (retention keeps it) or unpins it.
     pub fn pin(&self, id: &str, pinned: bool) -> Result<TaskSummary> {
         let summary = self.gate().set_pinned(id, pinned)?;
@@ -173,12 +179,7 @@ const EXPORT_PAGE: usize = 200;
 pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, out: &mut dyn Write) -> Result<usize> {
     let mut written = 0;
     let mut before: Option<String> = None;
-    if format == ExportFormat::Csv {
-        csv_row(out, CSV_HEADER.iter().map(|h| h.to_string()))?;
-    }
-    if format == ExportFormat::Markdown {
-        writeln!(out, "# Taskdeck export\n").map_err(io_error)?;
-    }
+    export_head(format, out)?;
     let Some(store) = store else {
         out.flush().map_err(io_error)?;
         return Ok(0);
@@ -186,16 +187,7 @@ pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, ou
     loop {
         let page = store.records(query, &PageRequest { before: before.take(), limit: Some(EXPORT_PAGE) })?;
         for rec in &page.items {
-            match format {
-                ExportFormat::Jsonl => {
-                    let events = store.events(&rec.id)?;
-                    let line = serde_json::to_string(&WithEvents { task: rec, events: &events })
-                        .map_err(|e| io_error(e.into()))?;
-                    writeln!(out, "{line}").map_err(io_error)?;
-                }
-                ExportFormat::Csv => csv_row(out, csv_cells(rec))?,
-                ExportFormat::Markdown => markdown(out, rec)?,
-            }
+            export_record(store, rec, format, out)?;
             written += 1;
         }
         match page.next_before {
@@ -205,6 +197,46 @@ pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, ou
     }
     out.flush().map_err(io_error)?;
     Ok(written)
+}
+
+/// Writes the named tasks in the order given (a selection in a list), in `format`, one record in
+/// memory at a time. A task that is gone by now is left out rather than failing the export: it
+/// was deleted after it was picked. Returns how many were written.
+pub fn export_ids(store: &Store, ids: &[String], format: ExportFormat, out: &mut dyn Write) -> Result<usize> {
+    export_head(format, out)?;
+    let mut written = 0;
+    for id in ids {
+        let rec = match store.get(id) {
+            Ok(rec) => rec,
+            Err(StoreError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        export_record(store, &rec, format, out)?;
+        written += 1;
+    }
+    out.flush().map_err(io_error)?;
+    Ok(written)
+}
+
+fn export_head(format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+    match format {
+        ExportFormat::Csv => csv_row(out, CSV_HEADER.iter().map(|h| h.to_string())),
+        ExportFormat::Markdown => writeln!(out, "# Taskdeck export\n").map_err(io_error),
+        ExportFormat::Jsonl => Ok(()),
+    }
+}
+
+fn export_record(store: &Store, rec: &TaskRecord, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+    match format {
+        ExportFormat::Jsonl => {
+            let events = store.events(&rec.id)?;
+            let line =
+                serde_json::to_string(&WithEvents { task: rec, events: &events }).map_err(|e| io_error(e.into()))?;
+            writeln!(out, "{line}").map_err(io_error)
+        }
+        ExportFormat::Csv => csv_row(out, csv_cells(rec)),
+        ExportFormat::Markdown => markdown(out, rec),
+    }
 }
 
 #[derive(Serialize)]
