@@ -22,7 +22,7 @@ const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({
   auth: 'none',
 });
 const line = (text: string): LogLine => ({ at: '2025-01-01T00:00:00Z', source: 'stderr', text });
-const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], servers: [], logs: [], tools_changed: [], ...b });
+const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], deleted: [], servers: [], logs: [], tools_changed: [], ...b });
 
 describe('the engine store patching itself from batches', () => {
   it('replaces tasks and servers by key, bounds logs, and counts tool changes', () => {
