@@ -135,7 +135,7 @@ export class EngineStore {
       const i = table.index.get(task.id);
       const before = i === undefined ? undefined : table.list[i];
       if (before !== undefined && task.updated_at < before.updated_at) continue;
-      const isNew = before === undefined && (!isTerminal(task.status) || task.created_at > this.#loadedAt);
+      const isNew = before === undefined && (!isTerminal(task.status) || (this.#loadedAt !== '' && task.created_at > this.#loadedAt));
       if (before !== undefined || isNew) counts = patchCounts(counts, before, task);
       changes.push({ task, before, isNew });
     }
