@@ -491,6 +491,7 @@ pub async fn export_tasks(
     let written = tauri::async_runtime::spawn_blocking(move || {
         // The engine's error, when the export itself failed rather than the file.
         let mut failure: Option<EngineError> = None;
+        let mut count = 0;
         let io = taskdeck_store::private_fs::write_atomic_with(&target, |file| {
             let mut out = std::io::BufWriter::new(file);
             let done = match (&scope, &query) {
@@ -501,7 +502,10 @@ pub async fn export_tasks(
                 (_, None) => Ok(0),
             };
             match done {
-                Ok(_) => std::io::Write::flush(&mut out),
+                Ok(n) => {
+                    count = n;
+                    std::io::Write::flush(&mut out)
+                }
                 Err(e) => {
                     failure = Some(e);
                     Err(std::io::Error::other("the export failed"))
@@ -513,12 +517,12 @@ pub async fn export_tasks(
             (Err(e), None) => {
                 Err(CommandError::new(ErrorCode::Io, format!("could not write {}: {e}", target.display())))
             }
-            (Ok(()), None) => Ok(()),
+            (Ok(()), None) => Ok(count),
         }
     })
     .await
     .map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
-    written?;
-    tracing::info!(format = ext, "exported from the window");
+    let count = written?;
+    tracing::info!(format = ext, count, "exported from the window");
     Ok(Some(path.display().to_string()))
 }
