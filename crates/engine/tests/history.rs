@@ -13,8 +13,7 @@ use tokio::sync::broadcast::Receiver;
 
 async fn open(dir: &Path) -> Engine {
     write_servers_config(&dir.join("servers.json"), [("demo", demo_server_entry(&dir.join("state")))]);
-    let mut opts = EngineOptions::default();
-    opts.server_wait = Duration::from_secs(20);
+    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
     Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
 }
 
@@ -23,8 +22,10 @@ async fn report(engine: &Engine, seconds: u32) -> String {
 }
 
 async fn finished(engine: &Engine, id: &str) {
-    let rec =
-        tokio::time::timeout(Duration::from_secs(30), engine.wait(id, |r| r.status.is_terminal())).await.unwrap().unwrap();
+    let rec = tokio::time::timeout(Duration::from_secs(30), engine.wait(id, |r| r.status.is_terminal()))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(rec.status, TaskStatus::Completed, "{rec:#?}");
 }
 
