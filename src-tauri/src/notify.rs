@@ -162,9 +162,11 @@ pub fn seed(app: &AppHandle, engine: &Engine) {
 
 /// Called by the event forwarder when tasks were deleted.
 pub fn forget(app: &AppHandle, purged: &[Purged]) {
-    if let Some(running) = app.state::<Watch>().forget(purged.iter().map(|p| p.id.clone())) {
+    let ids: Vec<String> = purged.iter().map(|p| p.id.clone()).collect();
+    if let Some(running) = app.state::<Watch>().forget(ids.iter().cloned()) {
         crate::tray::set_running(app, running);
     }
+    app.state::<Notifier>().tell(Note::Forget(ids));
 }
 
 /// Called by the event forwarder for every task change; must never block it.
@@ -196,16 +198,26 @@ pub fn on_task(app: &AppHandle, task: &TaskRecord) {
 /// being far faster than any server (it only files them).
 const QUEUE: usize = 1024;
 
+/// What the worker is told: a task's news, or that tasks were deleted.
+enum Note {
+    Alert(Alert),
+    Forget(Vec<String>),
+}
+
 /// The way to the one notification worker, started with the app.
 #[derive(Default)]
 pub struct Notifier {
-    queue: OnceLock<SyncSender<Alert>>,
+    queue: OnceLock<SyncSender<Note>>,
 }
 
 impl Notifier {
     fn send(&self, alert: Alert) {
+        self.tell(Note::Alert(alert));
+    }
+
+    fn tell(&self, note: Note) {
         let Some(queue) = self.queue.get() else { return };
-        match queue.try_send(alert) {
+        match queue.try_send(note) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => tracing::warn!("notifications are arriving faster than they can be filed"),
             Err(TrySendError::Disconnected(_)) => tracing::warn!("the notification worker has stopped"),
@@ -226,7 +238,7 @@ pub fn start(app: &AppHandle) {
     }
 }
 
-fn worker(app: AppHandle, alerts: Receiver<Alert>) {
+fn worker(app: AppHandle, alerts: Receiver<Note>) {
     let mut planner = Planner::default();
     let mut screen = desktop::Desktop::new(app.clone());
     loop {
@@ -242,7 +254,8 @@ fn worker(app: AppHandle, alerts: Receiver<Alert>) {
             Step::Idle => alerts.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match arrived {
-            Ok(alert) => planner.push(alert, Instant::now()),
+            Ok(Note::Alert(alert)) => planner.push(alert, Instant::now()),
+            Ok(Note::Forget(ids)) => planner.forget(&ids),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }

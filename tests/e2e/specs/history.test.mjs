@@ -113,7 +113,7 @@ test('search finds a task by a word in its result, delete leaves the purge line,
   }
 });
 
-test('a pinned task is listed first under a filter and the pin survives a refresh of the list', async () => {
+test('a pinned task is listed first under a filter, and a task runs again with changes from its arguments', async () => {
   const app = await startApp();
   try {
     const { driver } = app;
@@ -132,6 +132,13 @@ test('a pinned task is listed first under a filter and the pin survives a refres
       return ids && ids.length === 2 && ids[0] === older ? ids : undefined;
     }, 10000);
     assert.deepEqual(first, [older, newer]);
+
+    // "Run again with changes" opens the run form with the task's arguments in it.
+    await (await waitFor(driver, `[data-testid="task-row"][data-task-id="${older}"]`)).click();
+    await (await waitFor(driver, `[data-testid="task-detail"][data-task-id="${older}"] [data-testid="task-rerun-edit"]:not([disabled])`)).click();
+    const form = await waitFor(driver, '[data-testid="run-form"][data-tool="generate_report"]');
+    assert.equal(await form.findElement(css('input[name="topic"]')).getAttribute('value'), 'older');
+    assert.equal(await form.findElement(css('input[name="seconds"]')).getAttribute('value'), '0');
   } finally {
     await app.stop();
   }
