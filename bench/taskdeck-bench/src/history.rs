@@ -53,8 +53,8 @@ fn report(i: usize, bytes: usize) -> String {
     let mut k = i;
     while text.len() < bytes {
         k = k.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        text.push_str(WORDS[(k >> 33) as usize % WORDS.len()]);
-        text.push(if (k >> 20) % 12 == 0 { '\n' } else { ' ' });
+        text.push_str(WORDS[(k >> 33) % WORDS.len()]);
+        text.push(if (k >> 20).is_multiple_of(12) { '\n' } else { ' ' });
     }
     text
 }
