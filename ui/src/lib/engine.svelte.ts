@@ -7,7 +7,7 @@
  * follows the changes this store passes on (`onChanges`).
  */
 import { errorText, inApp, listServers, onEngineBatch, serverLog, taskCounts, taskPage } from './ipc';
-import type { EngineBatch, LogLine, Purged, ServerStatus, StatusCounts, TaskSummary } from './types';
+import type { EngineBatch, LogLine, PageCursor, Purged, ServerStatus, StatusCounts, TaskSummary } from './types';
 import { isTerminal } from './types';
 import { nextFrame, type Schedule } from './paint';
 import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, removeTasks, type TaskTable } from './engineTable';
@@ -15,7 +15,7 @@ import { ALL_TASKS, NO_COUNTS, patchCounts, type Change } from '../tasks/history
 
 /** The newest tasks read at start, beside the running ones: what the recent tools and a first screen need. */
 const RECENT = 100;
-/** Running tasks read at start; beyond this many, the rest join as their batches come. */
+/** Running tasks read per request at start (all of them are read). */
 const LIVE = 2000;
 
 export type ChangeListener = (changes: readonly Change[], deleted: readonly Purged[]) => void;
@@ -79,12 +79,12 @@ export class EngineStore {
     try {
       this.#loadedAt = new Date().toISOString();
       const [live, recent, counts, servers] = await Promise.all([
-        taskPage({ ...ALL_TASKS, statuses: ['working', 'input_required'] }, null, LIVE),
+        this.#running(),
         taskPage(ALL_TASKS, null, RECENT),
         taskCounts(ALL_TASKS),
         listServers(),
       ]);
-      this.#table = applyTasks(EMPTY_TABLE, [...live.items, ...recent.items]);
+      this.#table = applyTasks(EMPTY_TABLE, [...live, ...recent.items]);
       this.counts = counts;
       this.servers = servers;
       for (const b of early) this.apply(b);
@@ -93,6 +93,19 @@ export class EngineStore {
     } catch (e) {
       ready = true;
       this.error = `Could not load tasks: ${errorText(e)}`;
+    }
+  }
+
+  /** Every running task (the counts are patched from what each was), a page at a time. */
+  async #running(): Promise<TaskSummary[]> {
+    const filter = { ...ALL_TASKS, statuses: ['working', 'input_required'] as TaskSummary['status'][] };
+    const all: TaskSummary[] = [];
+    let cursor: PageCursor | null = null;
+    for (;;) {
+      const page = await taskPage(filter, cursor, LIVE);
+      all.push(...page.items);
+      if (page.next === null) return all;
+      cursor = page.next;
     }
   }
 
