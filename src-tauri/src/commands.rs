@@ -355,9 +355,9 @@ pub fn ui_ready() -> Result<()> {
     Ok(())
 }
 
-/// Loading the task list for that first render held the whole store in memory several times over
-/// (records, their JSON, the IPC copy). glibc keeps what was freed for reuse instead of returning
-/// it: with 10,000 tasks, tens of MiB held for nothing from then on (docs/benchmarks.md). Hand it back.
+/// Start-up (opening the engine, resuming, the first pages and their IPC copies) frees what it
+/// built, and glibc keeps what was freed for reuse instead of returning it; when start-up still
+/// read every task, tens of MiB at 10,000 tasks were held for nothing (docs/benchmarks.md). Hand it back.
 fn release_startup_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     tauri::async_runtime::spawn_blocking(|| {
