@@ -94,6 +94,11 @@ pub fn page(
 ) -> Result<TaskPage, CommandError> {
     let limit = limit.clamp(1, MAX_PAGE);
     let query = filter.query()?;
+    if cursor.is_none()
+        && let Some(found) = by_id(store, &query)?
+    {
+        return Ok(TaskPage { items: vec![found], next: None });
+    }
     let mut at = cursor.unwrap_or(PageCursor { pinned: filter.pinned_first().then_some(true), before: None });
     let mut items: Vec<TaskSummary> = Vec::new();
     loop {
@@ -115,6 +120,29 @@ pub fn page(
             (None, _) => return Ok(TaskPage { items, next: None }),
         }
     }
+}
+
+/// A search that is one word shaped like a task id (8 or more hex digits and dashes, as the
+/// detail pane shows it) and names one task: the list was searched by id, as it always could be.
+/// The full-text index holds no ids.
+fn by_id(store: &Store, query: &TaskQuery) -> Result<Option<TaskSummary>, CommandError> {
+    let Some(word) = query.search.as_deref().map(str::trim) else { return Ok(None) };
+    if word.len() < 8 || !word.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return Ok(None);
+    }
+    let id = match store.resolve_prefix(word) {
+        Ok(rec) => rec.id,
+        Err(StoreError::NotFound { .. } | StoreError::Ambiguous { .. }) => return Ok(None),
+        Err(e) => return Err(taskdeck_engine::EngineError::from(e).into()),
+    };
+    let t = store.summary(&id).map_err(|e| CommandError::from(taskdeck_engine::EngineError::from(e)))?;
+    let admitted = (query.statuses.is_empty() || query.statuses.contains(&t.status))
+        && query.server.as_ref().is_none_or(|s| *s == t.server)
+        && query.tool.as_ref().is_none_or(|s| *s == t.tool)
+        && query.created_from.is_none_or(|from| t.created_at >= from)
+        && query.created_until.is_none_or(|until| t.created_at < until)
+        && (!query.waiting || (t.status == TaskStatus::InputRequired && t.question.is_some()));
+    Ok(admitted.then_some(t))
 }
 
 /// Where a search matched in a task, to show under its row: a stretch of one field's text and the
@@ -456,6 +484,19 @@ mod tests {
         let pages = all_pages(&store, &filter, 1);
         assert_eq!(pages.concat(), [&ids[1], &ids[2], &ids[0]].map(String::clone));
         assert!(pages.iter().all(|p| p.len() <= 1));
+    }
+
+    #[test]
+    fn a_search_for_a_tasks_id_finds_that_task() {
+        let (_dir, store, ids) = store_with(3);
+        let short: String = ids[1].chars().take(8).collect();
+        let found =
+            page(&store, &TaskFilter { search: Some(short.clone()), ..TaskFilter::default() }, None, 50).unwrap();
+        assert_eq!(found.items.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [ids[1].as_str()]);
+        assert!(found.next.is_none());
+        let other_server =
+            TaskFilter { search: Some(short), server: Some("elsewhere".into()), ..TaskFilter::default() };
+        assert!(page(&store, &other_server, None, 50).unwrap().items.is_empty(), "the other filters still apply");
     }
 
     #[test]
