@@ -48,6 +48,8 @@ export class EngineStore {
   #listeners = new Set<ChangeListener>();
   /** When the start-up read began: a finished task first seen after it, created before it, is no new task. */
   #loadedAt = '';
+  /** What the start-up read of the newest tasks covered: down to `boundary`, or the whole store. */
+  #recent: { boundary: string; done: boolean } | null = null;
 
   /** Hears every change to a task and every delete, as it arrives; returns the unsubscribe. */
   onChanges(listener: ChangeListener): () => void {
@@ -85,6 +87,7 @@ export class EngineStore {
         listServers(),
       ]);
       this.#table = applyTasks(EMPTY_TABLE, [...live, ...recent.items]);
+      this.#recent = { boundary: recent.items[recent.items.length - 1]?.created_at ?? '', done: recent.next === null };
       this.counts = counts;
       this.servers = servers;
       for (const b of early) this.apply(b);
@@ -94,6 +97,19 @@ export class EngineStore {
       ready = true;
       this.error = `Could not load tasks: ${errorText(e)}`;
     }
+  }
+
+  /**
+   * The top of the whole list as this store holds it now, for the list's first screen without a
+   * second read: every task down to the oldest of the newest read at start (all of them were
+   * read, and every task since came in a batch), or the whole store when it was read whole.
+   * `null` before the start-up read.
+   */
+  firstPage(): { items: TaskSummary[]; done: boolean } | null {
+    if (this.#recent === null) return null;
+    const { boundary, done } = this.#recent;
+    const list = (this.#pending ?? this.#table).list;
+    return { items: done ? list.slice() : list.filter((t) => t.created_at >= boundary), done };
   }
 
   /** Every running task (the counts are patched from what each was), a page at a time. */

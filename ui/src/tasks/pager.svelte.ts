@@ -6,7 +6,7 @@
 import { engine, type EngineStore } from '../lib/engine.svelte';
 import { errorText, inApp, isIpcError, searchSnippets, taskCounts, taskPage } from '../lib/ipc';
 import type { Purged, Snippet, StatusCounts, TaskFilter, TaskSummary } from '../lib/types';
-import { ALL_TASKS, appendPage, cursorOf, NO_COUNTS, patchLoaded, totalOf, type Change, type Loaded } from './history';
+import { ALL_TASKS, appendPage, cursorOf, NO_COUNTS, patchLoaded, pinnedFirst, totalOf, type Change, type Loaded } from './history';
 
 /** Tasks asked for beyond the last row wanted, so a scroll rarely waits. */
 const PAGE = 200;
@@ -33,8 +33,12 @@ export class TaskPager {
   #want = 0;
   #recount: ReturnType<typeof setTimeout> | null = null;
   #unsubscribe: () => void;
+  #source: EngineStore;
+  /** The whole list's first screen was taken from the engine store's start-up read. */
+  #seeded = false;
 
   constructor(source: EngineStore = engine) {
+    this.#source = source;
     this.#unsubscribe = source.onChanges((changes, deleted) => this.#follow(changes, deleted));
   }
 
@@ -78,6 +82,22 @@ export class TaskPager {
     const { items, done } = this.loaded;
     if (!inApp || done || this.#inflight === generation || (this.ready && items.length >= this.#want)) return;
     this.#inflight = generation;
+    if (!this.#seeded && items.length === 0 && !pinnedFirst(this.filter)) {
+      // At start the whole list's top is what the engine store just read: shown with it, in the
+      // same frame the start-up mark waits for, and not read twice.
+      this.#seeded = true;
+      void this.#source.start().then(() => {
+        if (generation !== this.#generation) return;
+        this.#inflight = -1;
+        const first = this.#source.firstPage();
+        if (first !== null && this.loaded.items.length === 0) {
+          this.loaded = appendPage(this.loaded, first.items, first.done);
+          this.ready = true;
+        }
+        this.#fill();
+      });
+      return;
+    }
     const limit = Math.min(MAX_PAGE, Math.max(PAGE, this.#want - items.length + PAGE));
     taskPage(this.filter, cursorOf(items, this.filter), limit).then(
       (page) => {
