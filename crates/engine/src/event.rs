@@ -3,6 +3,7 @@
 use serde::Serialize;
 use taskdeck_store::{Purged, TaskRecord, TaskSummary};
 
+use crate::settings::Settings;
 use crate::supervisor::{LogLine, ServerStatus};
 
 /// Everything the engine publishes. Lagging subscribers should re-read the store.
@@ -33,5 +34,10 @@ pub enum EngineEvent {
     /// so it is not a [`EngineEvent::Task`].
     Pinned {
         task: Box<TaskSummary>,
+    },
+    /// The settings changed (from any window, the tray, or another section's owner): the whole of
+    /// them as written, so every front end follows.
+    Settings {
+        settings: Box<Settings>,
     },
 }

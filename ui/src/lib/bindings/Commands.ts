@@ -9,6 +9,8 @@ import type { OfferedUrl } from "./OfferedUrl";
 import type { PageCursor } from "./PageCursor";
 import type { PurgeLine } from "./PurgeLine";
 import type { ServerStatus } from "./ServerStatus";
+import type { Settings } from "./Settings";
+import type { SettingsUpdate } from "./SettingsUpdate";
 import type { Snippet } from "./Snippet";
 import type { StatusCounts } from "./StatusCounts";
 import type { TaskDetail } from "./TaskDetail";
@@ -46,4 +48,6 @@ export type Commands = {
   purge_log: { args: { before: number | null; limit: number }; response: Array<PurgeLine> };
   pin_task: { args: { id: string; pinned: boolean }; response: TaskSummary };
   export_tasks: { args: { scope: ExportScope; format: string }; response: string | null };
+  get_settings: { args: Record<string, never>; response: Settings };
+  update_settings: { args: { update: SettingsUpdate }; response: Settings };
 };

@@ -2,10 +2,11 @@
 import type { LogLine } from "./LogLine";
 import type { Purged } from "./Purged";
 import type { ServerStatus } from "./ServerStatus";
+import type { Settings } from "./Settings";
 import type { TaskRecord } from "./TaskRecord";
 import type { TaskSummary } from "./TaskSummary";
 
 /**
  * Everything the engine publishes. Lagging subscribers should re-read the store.
  */
-export type EngineEvent = { "type": "task", task: TaskRecord, } | { "type": "server", server: ServerStatus, } | { "type": "server_log", server: string, line: LogLine, } | { "type": "tools_changed", server: string, } | { "type": "deleted", tasks: Array<Purged>, } | { "type": "pinned", task: TaskSummary, };
+export type EngineEvent = { "type": "task", task: TaskRecord, } | { "type": "server", server: ServerStatus, } | { "type": "server_log", server: string, line: LogLine, } | { "type": "tools_changed", server: string, } | { "type": "deleted", tasks: Array<Purged>, } | { "type": "pinned", task: TaskSummary, } | { "type": "settings", settings: Settings, };
