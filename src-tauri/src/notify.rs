@@ -17,9 +17,7 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use taskdeck_engine::{
-    Engine, EngineError, EngineEvent, NotificationSettings, Settings, SettingsUpdate, TaskRecord,
-};
+use taskdeck_engine::{Engine, EngineError, EngineEvent, NotificationSettings, Settings, SettingsUpdate, TaskRecord};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_store::{PageRequest, Purged, TaskQuery, TaskSummary};
 use tauri::{AppHandle, Emitter, Manager};
