@@ -388,4 +388,37 @@ mod tests {
         assert!(block.starts_with("````text\n") && block.ends_with("\n````\n"), "{block}");
         assert_eq!(inline("[x](javascript:y) <b>"), "\\[x\\]\\(javascript:y\\) \\<b\\>");
     }
+
+    #[test]
+    fn a_selection_is_exported_in_the_order_picked_and_a_task_gone_since_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite3")).unwrap();
+        let ids: Vec<String> = (0..2)
+            .map(|i| {
+                store
+                    .create_task(taskdeck_store::NewTask {
+                        server: "demo".into(),
+                        tool: format!("tool{i}"),
+                        arguments: serde_json::json!({ "n": i }),
+                        idempotency_key: format!("k{i}"),
+                        mode: taskdeck_store::Mode::Task,
+                    })
+                    .unwrap()
+                    .id
+            })
+            .collect();
+        let picked = [ids[0].clone(), "gone".to_owned(), ids[1].clone()];
+        let mut out = Vec::new();
+        assert_eq!(export_ids(&store, &picked, ExportFormat::Csv, &mut out).unwrap(), 2);
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.split("\r\n").filter(|r| !r.is_empty()).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[0].starts_with("id,created_at"));
+        assert!(rows[1].starts_with(&ids[0]) && rows[2].starts_with(&ids[1]), "{text}");
+        let mut out = Vec::new();
+        assert_eq!(export_ids(&store, &picked[..1], ExportFormat::Jsonl, &mut out).unwrap(), 1);
+        let line: serde_json::Value = serde_json::from_slice(out.trim_ascii()).unwrap();
+        assert_eq!(line["id"], ids[0].as_str());
+        assert!(line["events"].as_array().is_some_and(|e| !e.is_empty()));
+    }
 }
