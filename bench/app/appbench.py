@@ -303,12 +303,16 @@ class Bench:
             if data:
                 shutil.rmtree(data, ignore_errors=True)
 
-    def startup(self, case):
-        """Exec to the first paint mark; then PSS, once the app has idled (see `wait_quiet`)."""
+    def startup(self, case, store=None):
+        """Exec to the first paint mark; then PSS, once the app has idled (see `wait_quiet`).
+        `store`: a data directory to open as it is (the history runs), instead of a copy."""
         home, env = self.home()
         if case == "minimal_software":
             env.update(SOFTWARE_ENV)
-        data = self.data_dir(case == "taskdeck_10k") if not case.startswith("minimal") else None
+        if store is not None:
+            data = store
+        else:
+            data = self.data_dir(case == "taskdeck_10k") if not case.startswith("minimal") else None
         config = os.path.join(home, "no-config.json")  # absent: the embedded demo default
         argv, comm = self.command(case, data, config)
         env["TASKDECK_READY_MARK"] = "1"
@@ -340,7 +344,7 @@ class Bench:
             p.stdout.close()
             p.wait()
             reap()
-        self.discard(home, data)
+        self.discard(home, data if store is None else None)
         ui = sum(v["pss"] for k, v in mem.items() if k != "demo_server")
         return {
             "case": case,
@@ -413,6 +417,188 @@ class Bench:
             drv.wait()
             reap()
             self.discard(home, data)
+
+
+    # -- history: stores of 0, 10,000 and 100,000 tasks (issue 13) -----------------------------
+
+    def history_store(self, n):
+        """A data directory holding `n` finished tasks with realistic results (taskdeck-bench
+        history-store), made once per size and opened as it is by every launch: a copy of a
+        100,000-task store per launch would cost gigabytes of writes for nothing, and start-up
+        writes no task."""
+        data = os.path.join(self.work, f"history-{n}")
+        t0 = time.monotonic()
+        if n > 0:
+            p = subprocess.run(
+                [os.path.join(self.bin, "taskdeck-bench"), "history-store", "--data-dir", data, "--tasks", str(n),
+                 "--large-every", str(self.a.large_every)],
+                capture_output=True, text=True, timeout=3600,
+            )
+            if p.returncode != 0:
+                raise SystemExit(f"seeding {n} tasks failed: {p.stderr.strip()[-2000:]}")
+            info = json.loads(p.stdout)
+        else:
+            os.makedirs(data)
+            info = {"tasks": 0, "large_results": 0, "store_bytes": 0}
+        info["seconds"] = round(time.monotonic() - t0, 1)
+        return data, info
+
+    def history_page(self, n, data):
+        """Through tauri-driver: search latency from the page's request to its answer, and frame
+        intervals while the list is scrolled from top to bottom."""
+        home, env = self.home()
+        config = os.path.join(home, "no-config.json")
+        argv, _ = self.command("taskdeck", data, config)
+        port, native = free_port(), free_port()
+        driver_log = open(os.path.join(home, "tauri-driver.log"), "wb")
+        drv = subprocess.Popen(
+            [self.a.driver, "--port", str(port), "--native-port", str(native), "--native-driver", self.a.native_driver],
+            stdout=driver_log, stderr=driver_log, env=env, start_new_session=True,
+        )
+        driver_log.close()
+        wd = None
+        try:
+            wait_port(port, 15)
+            wd = WebDriver(port, argv[0], argv[1:])
+            shown = "[data-testid=task-row]" if n > 0 else "[data-testid=empty-state], [data-testid=empty-run-demo]"
+            wd.until(f"return document.querySelectorAll('{shown}').length", 90)
+            wait_quiet(drv.pid, 1)
+            words = [w for w in ("latency", "checkout", "payments", "forecast", "failover")]
+            tags = [f"tag{(i * 7919) % max(n, 1)}" for i in range(self.a.searches)] if n > 0 else ["tag0"] * self.a.searches
+            queries = [tags[i] if i % 2 else words[i % len(words)] for i in range(self.a.searches)]
+            searched = wd.call_async(SEARCH_TIMES, queries)
+            result = {"tasks": n, "search_ms": {p: r2(pct(searched["ms"], q)) for p, q in (("p50", 50), ("p95", 95), ("max", 100))},
+                      "searches": len(searched["ms"]), "search_hits_median": median(searched["hits"])}
+            if n > 0:
+                scrolled = wd.call_async(SCROLL_THROUGH, self.a.scroll_seconds)
+                frames = scrolled["frames"]
+                result["scroll"] = {
+                    "frames": len(frames),
+                    "frame_interval_ms": {p: r2(pct(frames, q)) for p, q in (("p50", 50), ("p95", 95), ("p99", 99), ("max", 100))},
+                    "reached_bottom": scrolled["bottom"],
+                    "frames_with_rows_loading": scrolled["loading_frames"],
+                    "rows": scrolled["rows"],
+                }
+            return result
+        finally:
+            tree = descendants(drv.pid)
+            if wd:
+                wd.quit()
+            kill_all(tree + [drv.pid])
+            drv.wait()
+            reap()
+            self.discard(home, None)
+
+
+# In the page: each search as the search box sends it (`task_page` with the words), timed from the
+# request to the answer.
+SEARCH_TIMES = """
+const [queries, done] = arguments;
+const invoke = window.__TAURI_INTERNALS__.invoke;
+const filter = (search) => ({ statuses: [], server: null, tool: null, created_from: null, created_until: null, waiting: false, search });
+(async () => {
+  const ms = [], hits = [];
+  for (const q of queries) {
+    const t0 = performance.now();
+    const page = await invoke('task_page', { filter: filter(q), cursor: null, limit: 50 });
+    ms.push(performance.now() - t0);
+    hits.push(page.items.length);
+  }
+  return { ms, hits };
+})().then(done, (e) => done({ ms: [], hits: [], error: String(e) }));
+"""
+
+# In the page: the list scrolled from top to bottom at an even pace over `seconds`, one step per
+# animation frame, with the frame intervals and how many frames showed rows still loading.
+SCROLL_THROUGH = """
+const [seconds, done] = arguments;
+const list = document.querySelector('[data-testid=task-list]');
+const frames = [];
+let last = null, loading = 0, t0 = null;
+const step = (t) => {
+  if (t0 === null) t0 = t;
+  if (last !== null) frames.push(t - last);
+  last = t;
+  if (document.querySelector('[data-testid=task-row-loading]')) loading += 1;
+  const f = Math.min(1, (t - t0) / (seconds * 1000));
+  list.scrollTop = f * (list.scrollHeight - list.clientHeight);
+  if (f < 1) requestAnimationFrame(step);
+  else done({ frames, loading_frames: loading, bottom: list.scrollTop + list.clientHeight >= list.scrollHeight - 2,
+              rows: document.querySelectorAll('[data-testid=task-row]').length });
+};
+requestAnimationFrame(step);
+"""
+
+
+def run_history(a, b):
+    """Start-up and idle memory (each against the empty store of the same run), search latency
+    and scrolling, for stores of each size in --history-sizes."""
+    sizes = [int(x) for x in a.history_sizes.split(",") if x.strip()]
+    stores = {}
+    for n in sizes:
+        log(f"history: seeding a store of {n} tasks")
+        stores[n] = b.history_store(n)
+        log(f"history: {n} tasks seeded in {stores[n][1]['seconds']} s, {stores[n][1]['store_bytes']} bytes")
+    for n in sizes:
+        b.startup(f"taskdeck_history_{n}", store=stores[n][0])  # warm-up, unrecorded
+    runs = []
+    for i in range(a.rounds):
+        for n in sizes[i % len(sizes):] + sizes[: i % len(sizes)]:
+            r = b.startup(f"taskdeck_history_{n}", store=stores[n][0])
+            r["tasks"], r["round"] = n, i + 1
+            runs.append(r)
+            log(f"history round {i + 1}, {n} tasks: ready {r['ready_ms']} ms, PSS {r['pss_mib']} MiB")
+    pages = []
+    for n in sizes:
+        r = b.history_page(n, stores[n][0])
+        pages.append(r)
+        log(f"history {n} tasks: search p95 {r['search_ms']['p95']} ms; scroll {r.get('scroll', {}).get('frame_interval_ms')}")
+    base = min(sizes)
+    ready = {n: median([r["ready_ms"] for r in runs if r["tasks"] == n]) for n in sizes}
+    pss = {n: median([r["pss_mib"] for r in runs if r["tasks"] == n]) for n in sizes}
+    table = []
+    for n in sizes:
+        page = next(p for p in pages if p["tasks"] == n)
+        table.append({
+            "tasks": n,
+            "store_bytes": stores[n][1]["store_bytes"],
+            "large_results": stores[n][1].get("large_results", 0),
+            "ready_ms_median": r2(ready[n]),
+            "ready_ratio": ratio(ready[n], ready[base]),
+            "pss_mib_median": r2(pss[n]),
+            "pss_ratio": ratio(pss[n], pss[base]),
+            "search_ms": page["search_ms"],
+            "scroll": page.get("scroll"),
+        })
+    targets = {"start_ratio_max": 1.3, "memory_ratio_max": 1.3, "search_p95_ms_max": 50.0, "scroll_frame_p95_ms_max": 16.0}
+    largest = table[-1]
+    met = {
+        "start": largest["ready_ratio"] is not None and largest["ready_ratio"] <= targets["start_ratio_max"],
+        "memory": largest["pss_ratio"] is not None and largest["pss_ratio"] <= targets["memory_ratio_max"],
+        "search": largest["search_ms"]["p95"] is not None and largest["search_ms"]["p95"] <= targets["search_p95_ms_max"],
+        # rAF timestamps are whole milliseconds: a page that never misses a refresh shows 16 and 17.
+        "scroll": bool(largest["scroll"]) and largest["scroll"]["frame_interval_ms"]["p95"] <= targets["scroll_frame_p95_ms_max"] + 1,
+    }
+    return {"history": table, "targets": targets, "met": met, "raw": {"startup": runs, "pages": pages}}
+
+
+def history_markdown(res):
+    rows = ["| tasks | store | first paint (median) | vs empty | idle PSS | vs empty | search p50 / p95 | scroll frame p95 | rows loading (frames) |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in res["history"]:
+        sc = r["scroll"] or {}
+        fi = sc.get("frame_interval_ms", {})
+        rows.append(f"| {r['tasks']:,} | {r['store_bytes'] / MIB:.1f} MiB | {r['ready_ms_median']} ms | {r['ready_ratio']}x | "
+                    f"{r['pss_mib_median']} MiB | {r['pss_ratio']}x | {r['search_ms']['p50']} / {r['search_ms']['p95']} ms | "
+                    f"{fi.get('p95', '–')} ms | {sc.get('frames_with_rows_loading', '–')} |")
+    t, met = res["targets"], res["met"]
+    rows.append("")
+    rows.append(f"Targets at the largest store: first paint within {t['start_ratio_max']}x of the empty store "
+                f"({'met' if met['start'] else 'missed'}), idle memory within {t['memory_ratio_max']}x "
+                f"({'met' if met['memory'] else 'missed'}), search p95 under {t['search_p95_ms_max']} ms "
+                f"({'met' if met['search'] else 'missed'}), scrolling frame p95 within a refresh "
+                f"({'met' if met['scroll'] else 'missed'}).")
+    return "\n".join(rows) + "\n"
 
 
 # Runs in the page. Starts `count` tasks through the UI's own command, as its Run button does.
@@ -644,6 +830,11 @@ def main():
     ap.add_argument("--app-env", action="append", default=[], metavar="VAR=VALUE",
                     help="set in every launch of both apps, e.g. to try a WebKit rendering setting")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--history", action="store_true", help="only the history runs: stores of --history-sizes tasks")
+    ap.add_argument("--history-sizes", default="0,10000,100000")
+    ap.add_argument("--large-every", type=int, default=1000, help="every N-th seeded result is about 1 MB")
+    ap.add_argument("--searches", type=int, default=40, help="searches timed per store")
+    ap.add_argument("--scroll-seconds", type=float, default=10.0, help="time to scroll the whole list")
     a = ap.parse_args()
     a.app_env = dict(kv.split("=", 1) for kv in a.app_env)
     os.makedirs(a.out, exist_ok=True)
@@ -651,6 +842,24 @@ def main():
     b = Bench(a)
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     load_start = loadavg()
+    if a.history:
+        try:
+            results = run_history(a, b)
+        finally:
+            if not a.keep:
+                shutil.rmtree(b.work, ignore_errors=True)
+            else:
+                log(f"kept {b.work}")
+        results["run"] = {"started_at": started_at, "ended_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                          "loadavg_at_start": load_start, "loadavg_at_end": loadavg(), "machine": machine(),
+                          "settings": {k: v for k, v in vars(a).items() if k not in ("out",)}}
+        with open(os.path.join(a.out, "results-history.json"), "w") as f:
+            json.dump(results, f, indent=2)
+        md = history_markdown(results)
+        with open(os.path.join(a.out, "results-history.md"), "w") as f:
+            f.write(md)
+        print(md)
+        return
     try:
         seed = b.seed()
         log(f"seeded {seed['tasks']} tasks in {seed['seconds']} s: {seed['by_status']}")

@@ -7,6 +7,9 @@
 #   BENCH_APP_TASKS (10000)     tasks in the seeded store           BENCH_APP_RUNNING (50)  live tasks
 #   BENCH_APP_POLL_MS (250)     demo server pollInterval in the frame run
 #   BENCH_APP_ENV ("")          VAR=VALUE pairs set for both apps, e.g. WEBKIT_SKIA_ENABLE_CPU_RENDERING=1
+#   BENCH_APP_HISTORY=1         only the history runs (OUT_DIR/results-history.*): stores of
+#     BENCH_APP_HISTORY_SIZES (0,10000,100000) tasks seeded by taskdeck-bench, every
+#     BENCH_APP_LARGE_EVERY (1000)-th result 1 MB; BENCH_APP_SEARCHES (40) timed searches each
 #   TAURI_DRIVER (.cache/tools/bin/tauri-driver)   BENCH_APP_KEEP=1 keeps the scratch directory
 set -euo pipefail
 
@@ -17,7 +20,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DRIVER=${TAURI_DRIVER:-$ROOT/.cache/tools/bin/tauri-driver}
 
-for b in taskdeck taskdeck-cli taskdeck-demo-server bench-minimal-app; do
+needed="taskdeck taskdeck-cli taskdeck-demo-server bench-minimal-app"
+[ -n "${BENCH_APP_HISTORY:-}" ] && needed="taskdeck taskdeck-bench"
+for b in $needed; do
   [ -x "$BIN/$b" ] || { echo "bench-app: $BIN/$b is missing; build it with --release" >&2; exit 1; }
 done
 [ -x "$DRIVER" ] || { echo "bench-app: no tauri-driver at $DRIVER (make e2e-deps installs it)" >&2; exit 1; }
@@ -34,6 +39,8 @@ args=(--bin "$BIN" --minimal "$BIN/bench-minimal-app" --driver "$DRIVER" --out "
   --tasks "${BENCH_APP_TASKS:-10000}" --running "${BENCH_APP_RUNNING:-50}" --poll-ms "${BENCH_APP_POLL_MS:-250}")
 for kv in ${BENCH_APP_ENV:-}; do args+=(--app-env "$kv"); done
 [ -n "${BENCH_APP_KEEP:-}" ] && args+=(--keep)
+[ -n "${BENCH_APP_HISTORY:-}" ] && args+=(--history --history-sizes "${BENCH_APP_HISTORY_SIZES:-0,10000,100000}"
+  --large-every "${BENCH_APP_LARGE_EVERY:-1000}" --searches "${BENCH_APP_SEARCHES:-40}")
 
 # One private session bus and one display for every launch, so each app finds the same desktop.
 cd "$ROOT"

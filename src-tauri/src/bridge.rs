@@ -1,13 +1,15 @@
 //! The engine inside the app: opened (and pending tasks resumed) before the window shows them, its
 //! events forwarded to the webview in batches of at most one per animation frame.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
 use taskdeck_engine::config::{Config, ConfigStamp, Paths, next_config_change};
 use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, ServerStatus, TaskRecord};
+use taskdeck_protocol::question::Asks;
+use taskdeck_store::{PageRequest, Purged, QuestionBrief, SUMMARY_MESSAGE_CHARS, TaskQuery};
 use tauri::{AppHandle, Emitter, Manager};
 use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
@@ -30,10 +32,13 @@ const MAX_LOG_LINES_PER_BATCH: usize = 500;
 /// frame would still be megabytes a second for the webview to parse.
 const MAX_LOG_BYTES_PER_BATCH: usize = 256 * 1024;
 
-/// Everything that changed since the last batch: the latest whole record per task and server.
+/// Everything that changed since the last batch: the latest summary per task (a pin changes one
+/// too), the latest status per server, and the tasks deleted.
 #[derive(Debug, Clone, Default, Serialize, TS)]
 pub struct EngineBatch {
     pub tasks: Vec<TaskSummary>,
+    /// Removed from the store since the last batch; none of them is in `tasks`.
+    pub deleted: Vec<Purged>,
     pub servers: Vec<ServerStatus>,
     pub logs: Vec<ServerLogLine>,
     pub tools_changed: Vec<String>,
@@ -45,10 +50,53 @@ pub struct ServerLogLine {
     pub line: LogLine,
 }
 
+/// The summary the store's SQL would read for this record (`Store::summary`): the list's pages and
+/// the batches carry the same thing. `pinned` is not in a record; the bridge keeps it.
+pub fn summary_of(t: &TaskRecord, pinned: bool) -> TaskSummary {
+    TaskSummary {
+        id: t.id.clone(),
+        server: t.server.clone(),
+        tool: t.tool.clone(),
+        mode: t.mode,
+        era: t.era,
+        status: t.status,
+        status_message: t.status_message.clone(),
+        progress: t.progress.clone(),
+        question: t.question.as_ref().map(|q| QuestionBrief {
+            key: q.key.to_text(),
+            message: q.message.as_deref().map(|m| match m.char_indices().nth(SUMMARY_MESSAGE_CHARS) {
+                Some((end, _)) => format!("{}…", &m[..end]),
+                None => m.to_owned(),
+            }),
+            kind: Some(
+                match q.asks {
+                    Asks::Form { .. } => "form",
+                    Asks::Url { .. } => "url",
+                    Asks::Sampling => "sampling",
+                    Asks::Roots => "roots",
+                    Asks::Malformed { .. } => "malformed",
+                    Asks::Unsupported { .. } => "unsupported",
+                    Asks::TooLarge { .. } => "too_large",
+                }
+                .to_owned(),
+            ),
+        }),
+        error: t.error.clone(),
+        has_result: t.result.is_some(),
+        pinned,
+        created_at: t.created_at,
+        updated_at: t.updated_at,
+    }
+}
+
 #[derive(Default)]
 struct Pending {
     tasks: HashMap<String, TaskSummary>,
     task_order: Vec<String>,
+    deleted: Vec<Purged>,
+    /// The pinned tasks, so a record's summary says so: loaded at start, then kept by `Pinned`
+    /// and `Deleted` events.
+    pinned: HashSet<String>,
     servers: HashMap<String, ServerStatus>,
     logs: Vec<ServerLogLine>,
     log_bytes: usize,
@@ -65,9 +113,34 @@ impl Pending {
                     if held.is_none() {
                         self.task_order.push(task.id.clone());
                     }
-                    self.tasks.insert(task.id.clone(), TaskSummary::from(&*task));
+                    let pinned = self.pinned.contains(&task.id);
+                    self.tasks.insert(task.id.clone(), summary_of(&task, pinned));
                 }
             },
+            EngineEvent::Pinned { task } => {
+                if task.pinned {
+                    self.pinned.insert(task.id.clone());
+                } else {
+                    self.pinned.remove(&task.id);
+                }
+                match self.tasks.get_mut(&task.id) {
+                    // A record of this frame is as new as the pin or newer: only the flag changes.
+                    Some(held) => held.pinned = task.pinned,
+                    None => {
+                        self.task_order.push(task.id.clone());
+                        self.tasks.insert(task.id.clone(), *task);
+                    }
+                }
+            }
+            EngineEvent::Deleted { tasks } => {
+                for p in &tasks {
+                    self.pinned.remove(&p.id);
+                    if self.tasks.remove(&p.id).is_some() {
+                        self.task_order.retain(|id| id != &p.id);
+                    }
+                }
+                self.deleted.extend(tasks);
+            }
             EngineEvent::Server { server } => {
                 self.servers.insert(server.name.clone(), server);
             }
@@ -93,12 +166,18 @@ impl Pending {
     }
 
     fn take(&mut self) -> Option<EngineBatch> {
-        if self.tasks.is_empty() && self.servers.is_empty() && self.logs.is_empty() && self.tools_changed.is_empty() {
+        if self.tasks.is_empty()
+            && self.deleted.is_empty()
+            && self.servers.is_empty()
+            && self.logs.is_empty()
+            && self.tools_changed.is_empty()
+        {
             return None;
         }
         let mut tasks = std::mem::take(&mut self.tasks);
         Some(EngineBatch {
             tasks: std::mem::take(&mut self.task_order).into_iter().filter_map(|id| tasks.remove(&id)).collect(),
+            deleted: std::mem::take(&mut self.deleted),
             servers: std::mem::take(&mut self.servers).into_values().collect(),
             logs: {
                 self.log_bytes = 0;
@@ -163,8 +242,17 @@ impl AppState {
 /// Forwards engine events to the webview, coalesced per frame. Runs for the life of the app.
 pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskRecord) + Send + 'static) {
     let mut rx = engine.subscribe();
+    // Subscribed first, so a pin made meanwhile is not lost between the read and the events.
+    let pinned =
+        match engine.summaries(&TaskQuery { pinned: Some(true), ..TaskQuery::default() }, &PageRequest::default()) {
+            Ok(page) => page.items.into_iter().map(|t| t.id).collect(),
+            Err(e) => {
+                tracing::warn!("could not read the pinned tasks: {e}");
+                HashSet::new()
+            }
+        };
     tauri::async_runtime::spawn(async move {
-        let mut pending = Pending::default();
+        let mut pending = Pending { pinned, ..Pending::default() };
         loop {
             // Wait for the first change, then gather whatever else arrives within the frame.
             let first = match rx.recv().await {
@@ -175,17 +263,13 @@ pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskReco
                 }
                 Err(RecvError::Closed) => return,
             };
-            if let EngineEvent::Task { task } = &first {
-                on_task(task);
-            }
+            observe(&app, &on_task, &first);
             pending.add(first);
             let deadline = tokio::time::Instant::now() + FRAME;
             loop {
                 match tokio::time::timeout_at(deadline, rx.recv()).await {
                     Ok(Ok(e)) => {
-                        if let EngineEvent::Task { task } = &e {
-                            on_task(task);
-                        }
+                        observe(&app, &on_task, &e);
                         pending.add(e)
                     }
                     Ok(Err(RecvError::Lagged(_))) => continue,
@@ -197,6 +281,16 @@ pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskReco
             }
         }
     });
+}
+
+/// What the shell itself follows of an event: tasks for notifications and the tray, deletions so
+/// that a deleted task is forgotten there too.
+fn observe(app: &AppHandle, on_task: &impl Fn(&TaskRecord), event: &EngineEvent) {
+    match event {
+        EngineEvent::Task { task } => on_task(task),
+        EngineEvent::Deleted { tasks } => crate::notify::forget(app, tasks),
+        _ => {}
+    }
 }
 
 /// Applies each saved edit of the config file as the Reload button does, so that the user need not
@@ -240,6 +334,112 @@ mod tests {
             batch.tasks.iter().map(|t| (t.id.as_str(), t.status_message.as_deref())).collect();
         assert_eq!(got, vec![("a", Some("2")), ("b", Some("1"))]);
         assert!(p.take().is_none(), "a taken batch leaves nothing behind");
+    }
+
+    #[test]
+    fn a_summary_is_the_record_without_arguments_and_result() {
+        let record = crate::testing::record(serde_json::json!({
+            "arguments": {"topic": "x".repeat(500)}, "era": "legacy", "remote_task_id": "r1", "status": "completed",
+            "status_message": "done", "progress": {"progress": 3.0, "total": 3.0, "message": null},
+            "result": {"content": [{"type": "text", "text": "y".repeat(500)}]}, "poll_interval_ms": 250,
+            "updated_at": "2026-11-30T10:00:05.250Z"
+        }));
+        let summary = serde_json::to_value(summary_of(&record, false)).unwrap();
+        let whole = serde_json::to_value(&record).unwrap();
+        for same in
+            ["id", "server", "tool", "status", "status_message", "progress", "error", "created_at", "updated_at"]
+        {
+            assert_eq!(summary[same], whole[same], "{same}");
+        }
+        assert_eq!(summary["has_result"], true);
+        assert!(summary.get("arguments").is_none() && summary.get("result").is_none());
+        assert!(summary.to_string().len() < whole.to_string().len() / 4);
+    }
+
+    #[test]
+    fn a_summary_carries_a_questions_key_message_and_kind_but_not_its_schema() {
+        // Large (about 145 KB), yet under the bound past which a question is kept without its body.
+        let properties: serde_json::Map<String, serde_json::Value> = (0..1000)
+            .map(|i| (format!("field_{i}"), serde_json::json!({"type": "string", "description": "d".repeat(100)})))
+            .collect();
+        let params = serde_json::json!({"message": "Which incident?", "requestedSchema": {"type": "object", "properties": properties}});
+        let record = crate::testing::record(serde_json::json!({
+            "status": "input_required",
+            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": params}},
+        }));
+        let question = record.question.as_ref().unwrap();
+        assert!(
+            matches!(question.form(), Some(taskdeck_protocol::form::FormModel::Ready { fields }) if fields.len() == 1000),
+            "the record has the whole form"
+        );
+        let summary = serde_json::to_value(summary_of(&record, false)).unwrap();
+        let key = serde_json::to_value(question).unwrap()["key"].clone();
+        assert_eq!(summary["question"], serde_json::json!({"key": key, "message": "Which incident?", "kind": "form"}));
+        assert!(summary.to_string().len() < 1000, "{} bytes", summary.to_string().len());
+    }
+
+    #[test]
+    fn a_summary_cuts_a_long_question_message() {
+        let message = "é".repeat(SUMMARY_MESSAGE_CHARS * 50);
+        let record = crate::testing::record(serde_json::json!({
+            "status": "input_required",
+            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": {"message": message, "mode": "url", "url": "https://example.com/x", "elicitationId": "e1"}}},
+        }));
+        let summary = summary_of(&record, false).question.unwrap();
+        assert_eq!(summary.kind.as_deref(), Some("url"));
+        let shown = summary.message.unwrap();
+        assert_eq!(shown.chars().count(), SUMMARY_MESSAGE_CHARS + 1);
+        assert!(shown.ends_with('…'));
+    }
+
+    #[test]
+    fn a_batch_summary_is_what_the_store_reads_for_the_same_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = taskdeck_store::Store::open(dir.path().join("t.sqlite3")).unwrap();
+        let rec = store
+            .create_task(taskdeck_store::NewTask {
+                server: "demo".into(),
+                tool: "t".into(),
+                arguments: serde_json::json!({"topic": "q3"}),
+                idempotency_key: "k".into(),
+                mode: taskdeck_store::Mode::Task,
+            })
+            .unwrap();
+        let rec = store
+            .apply(
+                &rec.id,
+                taskdeck_store::Update::Completed {
+                    result: serde_json::json!({"content": [{"type": "text", "text": "done"}]}),
+                    server_status: None,
+                },
+            )
+            .unwrap();
+        store.set_pinned(&rec.id, true).unwrap();
+        assert_eq!(summary_of(&rec, true), store.summary(&rec.id).unwrap());
+    }
+
+    #[test]
+    fn a_pin_and_a_delete_reach_the_batch_and_later_records_keep_the_pin() {
+        let mut p = Pending::default();
+        p.add(EngineEvent::Task { task: Box::new(task("a", "1")) });
+        let mut pinned = summary_of(&task("b", "1"), true);
+        pinned.pinned = true;
+        p.add(EngineEvent::Pinned { task: Box::new(pinned) });
+        p.add(EngineEvent::Task { task: Box::new(task("b", "2")) });
+        p.add(EngineEvent::Deleted {
+            tasks: vec![Purged {
+                id: "a".into(),
+                tool: "t".into(),
+                server: "s".into(),
+                status: taskdeck_protocol::TaskStatus::Completed,
+            }],
+        });
+        let batch = p.take().unwrap();
+        let got: Vec<(&str, bool)> = batch.tasks.iter().map(|t| (t.id.as_str(), t.pinned)).collect();
+        assert_eq!(got, vec![("b", true)], "the deleted task's update is not sent");
+        assert_eq!(batch.deleted.len(), 1);
+        p.add(EngineEvent::Task { task: Box::new(task("b", "3")) });
+        assert!(p.take().unwrap().tasks[0].pinned, "the pin is remembered for later records");
     }
 
     #[test]

@@ -2,16 +2,12 @@
 //! `registry.in`, from which its handler, its permission and the UI's typed `invoke` map come; each
 //! type it takes or returns is exported to `ui/src/lib/bindings/` (see `tests/bindings.rs`).
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskdeck_engine::{
-    AnswerInput, Endpoint, Engine, EngineError, ErrorCode, ListFilter, LogLine, ServerStatus, TaskError, TaskEvent,
-    TaskRecord, ToolInfo,
+    AnswerInput, Endpoint, Engine, EngineError, ErrorCode, LogLine, ServerStatus, TaskEvent, TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::TaskStatus;
-use taskdeck_protocol::question::Asks;
-use taskdeck_store::{Progress, Question};
 use tauri::State;
 use ts_rs::TS;
 
@@ -98,93 +94,15 @@ pub struct TaskDetail {
     pub events: Vec<TaskEvent>,
 }
 
-/// A task as the task list shows it: a `TaskRecord` without its arguments and result (and the
-/// bookkeeping the UI never reads), which only the detail pane shows and fetches with
-/// `task_detail`. With 10,000 tasks this is half the JSON the page receives at start-up.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct TaskSummary {
-    pub id: String,
-    pub server: String,
-    pub tool: String,
-    pub status: TaskStatus,
-    pub status_message: Option<String>,
-    pub progress: Option<Progress>,
-    /// What the list shows of a pending question; the form reads the whole question from
-    /// `task_detail`, so a big schema is not sent again with every progress tick.
-    pub question: Option<QuestionSummary>,
-    pub error: Option<TaskError>,
-    /// Whether a result is stored (`task_detail` has it).
-    pub has_result: bool,
-    #[serde(with = "taskdeck_store::rfc3339_millis")]
-    #[ts(type = "string")]
-    pub created_at: DateTime<Utc>,
-    #[serde(with = "taskdeck_store::rfc3339_millis")]
-    #[ts(type = "string")]
-    pub updated_at: DateTime<Utc>,
-}
+/// A task as the list shows it is the store's `TaskSummary` (the record without arguments, result
+/// and question body), read by SQL for pages and made from the published record for batches
+/// (`bridge::summary_of`), so the two cannot differ.
+pub use taskdeck_store::TaskSummary;
 
-impl From<&TaskRecord> for TaskSummary {
-    fn from(t: &TaskRecord) -> Self {
-        TaskSummary {
-            id: t.id.clone(),
-            server: t.server.clone(),
-            tool: t.tool.clone(),
-            status: t.status,
-            status_message: t.status_message.clone(),
-            progress: t.progress.clone(),
-            question: t.question.as_ref().map(QuestionSummary::from),
-            error: t.error.clone(),
-            has_result: t.result.is_some(),
-            created_at: t.created_at,
-            updated_at: t.updated_at,
-        }
-    }
-}
-
-/// The most of a question's message a summary carries: a line in the list, not the question.
-pub const SUMMARY_MESSAGE_CHARS: usize = 1000;
-
-/// A question as the task list needs it: which one (a new key is a new question), what it says,
-/// and what kind of answer it wants. Its schema and request stay in the detail.
-#[derive(Debug, Clone, PartialEq, Serialize, TS)]
-pub struct QuestionSummary {
-    /// Written as the question's key is (`Question::key`).
-    pub key: String,
-    /// The first [`SUMMARY_MESSAGE_CHARS`] characters of the message.
-    pub message: Option<String>,
-    pub kind: QuestionKind,
-}
-
-/// What a question asks for, without what it carries (see `Asks`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, TS)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestionKind {
-    Form,
-    Url,
-    Sampling,
-    Roots,
-    Malformed,
-    Unsupported,
-    TooLarge,
-}
-
-impl From<&Question> for QuestionSummary {
-    fn from(q: &Question) -> Self {
-        let kind = match q.asks {
-            Asks::Form { .. } => QuestionKind::Form,
-            Asks::Url { .. } => QuestionKind::Url,
-            Asks::Sampling => QuestionKind::Sampling,
-            Asks::Roots => QuestionKind::Roots,
-            Asks::Malformed { .. } => QuestionKind::Malformed,
-            Asks::Unsupported { .. } => QuestionKind::Unsupported,
-            Asks::TooLarge { .. } => QuestionKind::TooLarge,
-        };
-        let message = q.message.as_deref().map(|m| match m.char_indices().nth(SUMMARY_MESSAGE_CHARS) {
-            Some((end, _)) => format!("{}…", &m[..end]),
-            None => m.to_owned(),
-        });
-        QuestionSummary { key: q.key.to_text(), message, kind }
-    }
+/// What a command that changed a task replies: the task as the list shows it.
+fn summary(engine: &Engine, task: &TaskRecord) -> TaskSummary {
+    let pinned = engine.store().summary(&task.id).map(|s| s.pinned).unwrap_or(false);
+    crate::bridge::summary_of(task, pinned)
 }
 
 /// The user's answer to a question.
@@ -298,7 +216,7 @@ pub async fn run_tool(
     // first one made.
     let task = engine(&state)?.run_once(&server, &tool, arguments, idempotency_key.as_deref()).await?;
     tracing::info!(task = %task.id, server = %server, tool = %tool, "run from the window");
-    Ok((&task).into())
+    Ok(summary(engine(&state)?, &task))
 }
 
 /// Saves a task's result to a file the user picks, from the store rather than from what the page
@@ -355,12 +273,7 @@ pub async fn rerun_task(state: State<'_, AppState>, id: String) -> Result<TaskSu
     let old = engine.get(&id)?;
     let task = engine.run(&old.server, &old.tool, old.arguments).await?;
     tracing::info!(task = %task.id, server = %task.server, tool = %task.tool, rerun_of = %old.id, "run again from the window");
-    Ok((&task).into())
-}
-
-#[tauri::command]
-pub fn list_tasks(state: State<'_, AppState>) -> Result<Vec<TaskSummary>> {
-    Ok(engine(&state)?.list(&ListFilter::default())?.iter().map(TaskSummary::from).collect())
+    Ok(summary(engine, &task))
 }
 
 #[tauri::command]
@@ -387,14 +300,14 @@ pub async fn answer_task(state: State<'_, AppState>, id: String, answer: AnswerP
     };
     let task = engine(&state)?.answer(&id, input).await?;
     tracing::info!(task = %task.id, server = %task.server, action = ?answer.action, "answered from the window");
-    Ok((&task).into())
+    Ok(summary(engine(&state)?, &task))
 }
 
 #[tauri::command]
 pub async fn cancel_task(state: State<'_, AppState>, id: String) -> Result<TaskSummary> {
     let task = engine(&state)?.cancel(&id).await?;
     tracing::info!(task = %task.id, server = %task.server, "cancelled from the window");
-    Ok((&task).into())
+    Ok(summary(engine(&state)?, &task))
 }
 
 /// Opens a link in the system browser: only one the engine holds for the task, as `which` of its
@@ -445,9 +358,9 @@ pub fn ui_ready() -> Result<()> {
     Ok(())
 }
 
-/// Loading the task list for that first render held the whole store in memory several times over
-/// (records, their JSON, the IPC copy). glibc keeps what was freed for reuse instead of returning
-/// it: with 10,000 tasks, tens of MiB held for nothing from then on (docs/benchmarks.md). Hand it back.
+/// Start-up (opening the engine, resuming, the first pages and their IPC copies) frees what it
+/// built, and glibc keeps what was freed for reuse instead of returning it; when start-up still
+/// read every task, tens of MiB at 10,000 tasks were held for nothing (docs/benchmarks.md). Hand it back.
 fn release_startup_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     tauri::async_runtime::spawn_blocking(|| {
@@ -474,75 +387,6 @@ pub fn update_settings(
     Ok(engine(&state)?.update_settings(&update)?)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{TaskSummary, export_file_name};
-
-    #[test]
-    fn a_summary_is_the_record_without_arguments_and_result() {
-        let record = crate::testing::record(serde_json::json!({
-            "arguments": {"topic": "x".repeat(500)}, "era": "legacy", "remote_task_id": "r1", "status": "completed",
-            "status_message": "done", "progress": {"progress": 3.0, "total": 3.0, "message": null},
-            "result": {"content": [{"type": "text", "text": "y".repeat(500)}]}, "poll_interval_ms": 250,
-            "updated_at": "2026-11-30T10:00:05.250Z"
-        }));
-        let summary = serde_json::to_value(TaskSummary::from(&record)).unwrap();
-        let whole = serde_json::to_value(&record).unwrap();
-        for same in
-            ["id", "server", "tool", "status", "status_message", "progress", "error", "created_at", "updated_at"]
-        {
-            assert_eq!(summary[same], whole[same], "{same}");
-        }
-        assert_eq!(summary["has_result"], true);
-        assert!(summary.get("arguments").is_none() && summary.get("result").is_none());
-        assert!(summary.to_string().len() < whole.to_string().len() / 4);
-    }
-
-    #[test]
-    fn a_summary_carries_a_questions_key_message_and_kind_but_not_its_schema() {
-        // Large (about 145 KB), yet under the bound past which a question is kept without its body.
-        let properties: serde_json::Map<String, serde_json::Value> = (0..1000)
-            .map(|i| (format!("field_{i}"), serde_json::json!({"type": "string", "description": "d".repeat(100)})))
-            .collect();
-        let params = serde_json::json!({"message": "Which incident?", "requestedSchema": {"type": "object", "properties": properties}});
-        let record = crate::testing::record(serde_json::json!({
-            "status": "input_required",
-            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": params}},
-        }));
-        let question = record.question.as_ref().unwrap();
-        assert!(
-            matches!(question.form(), Some(taskdeck_protocol::form::FormModel::Ready { fields }) if fields.len() == 1000),
-            "the record has the whole form"
-        );
-        let summary = serde_json::to_value(TaskSummary::from(&record)).unwrap();
-        let key = serde_json::to_value(question).unwrap()["key"].clone();
-        assert_eq!(summary["question"], serde_json::json!({"key": key, "message": "Which incident?", "kind": "form"}));
-        assert!(summary.to_string().len() < 1000, "{} bytes", summary.to_string().len());
-    }
-
-    #[test]
-    fn a_summary_cuts_a_long_question_message() {
-        let message = "é".repeat(super::SUMMARY_MESSAGE_CHARS * 50);
-        let record = crate::testing::record(serde_json::json!({
-            "status": "input_required",
-            "question": {"key": "k1", "request": {"method": "elicitation/create", "params": {"message": message, "mode": "url", "url": "https://example.com/x", "elicitationId": "e1"}}},
-        }));
-        let summary = TaskSummary::from(&record).question.unwrap();
-        assert_eq!(summary.kind, super::QuestionKind::Url);
-        let shown = summary.message.unwrap();
-        assert_eq!(shown.chars().count(), super::SUMMARY_MESSAGE_CHARS + 1);
-        assert!(shown.ends_with('…'));
-    }
-
-    #[test]
-    fn export_names_are_safe_whatever_the_tool_is_called() {
-        let id = "0c8f3e2a-1b2c-4d5e-8f90-123456789abc";
-        assert_eq!(export_file_name("generate_report", id), "generate_report-0c8f3e2a.json");
-        assert_eq!(export_file_name("../../etc/passwd", id), "etc_passwd-0c8f3e2a.json");
-        assert_eq!(export_file_name("répertoire de notes", id), "r_pertoire_de_notes-0c8f3e2a.json");
-        assert_eq!(export_file_name("...", id), "result-0c8f3e2a.json");
-    }
-}
 
 // --- Servers: import, add, remove, per-server settings -------------------------------------------
 // Each writes Taskdeck's config through `taskdeck_engine::config_edit` and returns; the config
@@ -699,4 +543,164 @@ pub async fn update_server_settings(
 ) -> Result<()> {
     let paths = state.paths.clone();
     blocking(move || taskdeck_engine::config_edit::update_settings(&paths, &name, &settings).map_err(edit_error)).await
+}
+
+// History (issue 13): the task list a page at a time, counts, search snippets, delete, the purge
+// log, pin, export. The logic is in `history.rs`; these only reach the engine.
+
+/// A page of the task list under `filter`, starting at `cursor` (the top when `None`).
+#[tauri::command]
+pub fn task_page(
+    state: State<'_, AppState>,
+    filter: crate::history::TaskFilter,
+    cursor: Option<crate::history::PageCursor>,
+    limit: u32,
+) -> Result<crate::history::TaskPage> {
+    crate::history::page(engine(&state)?.store(), &filter, cursor, limit as usize)
+}
+
+/// Tasks per status under `filter` (its statuses aside), counted by the store.
+#[tauri::command]
+pub fn task_counts(
+    state: State<'_, AppState>,
+    filter: crate::history::TaskFilter,
+) -> Result<taskdeck_store::StatusCounts> {
+    Ok(engine(&state)?.counts(&filter.query()?)?)
+}
+
+/// Where `search` matched in each of these tasks (the rows on screen).
+#[tauri::command]
+pub fn search_snippets(
+    state: State<'_, AppState>,
+    ids: Vec<String>,
+    search: String,
+) -> Result<Vec<crate::history::Snippet>> {
+    crate::history::snippets(engine(&state)?.store(), &ids, &search)
+}
+
+/// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its
+/// real status, or cancelled first when `force`. Every window learns of it from the engine's
+/// `Deleted` event. Returns how many were deleted (or, with `dry_run`, would be).
+#[tauri::command]
+pub async fn delete_tasks(
+    state: State<'_, AppState>,
+    scope: crate::history::DeleteScope,
+    force: bool,
+    dry_run: bool,
+) -> Result<u64> {
+    let engine = engine(&state)?;
+    let count = match scope {
+        crate::history::DeleteScope::Tasks { ids } if dry_run => ids.len(),
+        crate::history::DeleteScope::Tasks { ids } => engine.delete(&ids, force).await?.len(),
+        crate::history::DeleteScope::FinishedBefore { before } => {
+            engine.delete_finished_before(crate::history::before_moment(&before)?, dry_run)?.len()
+        }
+    };
+    if !dry_run {
+        tracing::info!(count, "deleted from the window");
+    }
+    Ok(count as u64)
+}
+
+/// The newest purge-log lines before line `before`, newest first.
+#[tauri::command]
+pub fn purge_log(
+    state: State<'_, AppState>,
+    before: Option<i64>,
+    limit: u32,
+) -> Result<Vec<taskdeck_store::PurgeLine>> {
+    Ok(engine(&state)?.purge_log_newest(before, (limit as usize).min(1000))?)
+}
+
+#[tauri::command]
+pub fn pin_task(state: State<'_, AppState>, id: String, pinned: bool) -> Result<TaskSummary> {
+    Ok(engine(&state)?.pin(&id, pinned)?)
+}
+
+/// Exports what `scope` names as `format` (`jsonl`, `csv` or `md`) to a file the user picks, as the
+/// CLI's `export` writes it. `None` when the user closed the dialog without choosing.
+#[tauri::command]
+pub async fn export_tasks(
+    app: tauri::AppHandle,
+    state: State<'_, AppState>,
+    scope: crate::history::ExportScope,
+    format: String,
+) -> Result<Option<String>> {
+    use tauri::Manager;
+    use tauri_plugin_dialog::DialogExt;
+
+    let store = engine(&state)?.store().clone();
+    let format: taskdeck_engine::ExportFormat =
+        format.parse().map_err(|e: String| CommandError::new(ErrorCode::InvalidArguments, e))?;
+    let query = match &scope {
+        crate::history::ExportScope::Filter { filter } => Some(filter.query()?),
+        crate::history::ExportScope::Tasks { .. } => None,
+    };
+    let (name, ext) = crate::history::export_file_name(format, chrono::Utc::now());
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let mut dialog = app.dialog().file().set_title("Export tasks").set_file_name(name).add_filter(ext, &[ext]);
+    if let Ok(dir) = app.path().download_dir()
+        && dir.is_dir()
+    {
+        dialog = dialog.set_directory(dir);
+    }
+    dialog.save_file(move |picked| {
+        let _ = tx.send(picked);
+    });
+    let Some(picked) = rx.await.ok().flatten() else { return Ok(None) };
+    let path = picked.into_path().map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
+    let target = path.clone();
+    // Private, whole or not at all, and written a page at a time off the async threads: an export
+    // of a large store is large.
+    let written = tauri::async_runtime::spawn_blocking(move || {
+        // The engine's error, when the export itself failed rather than the file.
+        let mut failure: Option<EngineError> = None;
+        let mut count = 0;
+        let io = taskdeck_store::private_fs::write_atomic_with(&target, |file| {
+            let mut out = std::io::BufWriter::new(file);
+            let done = match (&scope, &query) {
+                (crate::history::ExportScope::Tasks { ids }, _) => {
+                    taskdeck_engine::history::export_ids(&store, ids, format, &mut out)
+                }
+                (_, Some(query)) => taskdeck_engine::history::export(Some(&store), query, format, &mut out),
+                (_, None) => Ok(0),
+            };
+            match done {
+                Ok(n) => {
+                    count = n;
+                    std::io::Write::flush(&mut out)
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    Err(std::io::Error::other("the export failed"))
+                }
+            }
+        });
+        match (io, failure) {
+            (_, Some(e)) => Err(CommandError::from(e)),
+            (Err(e), None) => {
+                Err(CommandError::new(ErrorCode::Io, format!("could not write {}: {e}", target.display())))
+            }
+            (Ok(()), None) => Ok(count),
+        }
+    })
+    .await
+    .map_err(|e| CommandError::new(ErrorCode::Io, e.to_string()))?;
+    let count = written?;
+    tracing::info!(format = ext, count, "exported from the window");
+    Ok(Some(path.display().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::export_file_name;
+
+    #[test]
+    fn export_names_are_safe_whatever_the_tool_is_called() {
+        let id = "0c8f3e2a-1b2c-4d5e-8f90-123456789abc";
+        assert_eq!(export_file_name("generate_report", id), "generate_report-0c8f3e2a.json");
+        assert_eq!(export_file_name("../../etc/passwd", id), "etc_passwd-0c8f3e2a.json");
+        assert_eq!(export_file_name("répertoire de notes", id), "r_pertoire_de_notes-0c8f3e2a.json");
+        assert_eq!(export_file_name("...", id), "result-0c8f3e2a.json");
+    }
 }

@@ -3,6 +3,7 @@
 pub mod bridge;
 mod cli;
 pub mod commands;
+pub mod history;
 pub mod links;
 pub mod navigation;
 pub mod notify;

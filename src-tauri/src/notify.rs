@@ -15,11 +15,11 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
-use taskdeck_engine::{
-    Engine, EngineError, EngineEvent, ListFilter, NotificationSettings, Settings, SettingsUpdate, TaskRecord,
-};
+use taskdeck_engine::{Engine, EngineError, EngineEvent, NotificationSettings, Settings, SettingsUpdate, TaskRecord};
 use taskdeck_protocol::TaskStatus;
+use taskdeck_store::{PageRequest, Purged, TaskQuery, TaskSummary};
 use tauri::{AppHandle, Emitter, Manager};
 
 use crate::bridge::AppState;
@@ -49,11 +49,16 @@ pub struct NotificationsMuted {
 #[derive(Debug, Clone, PartialEq)]
 struct Seen {
     status: TaskStatus,
-    question: Option<taskdeck_protocol::question::QuestionKey>,
+    /// The key as the store writes it (`QuestionKey::to_text`), which a summary carries too.
+    question: Option<String>,
 }
 
 impl Seen {
     fn of(task: &TaskRecord) -> Seen {
+        Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.to_text()) }
+    }
+
+    fn of_summary(task: &TaskSummary) -> Seen {
         Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.clone()) }
     }
 
@@ -70,10 +75,13 @@ impl Seen {
     }
 }
 
-/// The shell's own view of every task's last state, fed by the engine's events.
+/// The shell's own view of the last state of every task it saw move, fed by the engine's events.
+/// Finished tasks from before start-up are not in it (reading them all is what start-up must not
+/// do); `seeded_at` tells their news from new news.
 #[derive(Default)]
 pub struct Watch {
     tasks: Mutex<HashMap<String, Seen>>,
+    seeded_at: Mutex<Option<DateTime<Utc>>>,
     running: Mutex<usize>,
     /// Kept from window events: asking the window would wait on the main thread.
     pub window_focused: AtomicBool,
@@ -91,12 +99,14 @@ pub struct Observed {
 }
 
 impl Watch {
-    /// Remembers the tasks as they are at startup: finishing or asking before the window opened is
-    /// what the task list shows, not news to announce.
-    pub fn seed(&self, tasks: &[TaskRecord]) -> usize {
+    /// Remembers the tasks still running at `at` (start-up) as they are: asking before the window
+    /// opened is what the task list shows, not news to announce, and neither is a task that
+    /// finished before `at`.
+    pub fn seed(&self, live: &[TaskSummary], at: DateTime<Utc>) -> usize {
+        *lock(&self.seeded_at) = Some(at);
         let mut map = lock(&self.tasks);
-        for t in tasks {
-            map.entry(t.id.clone()).or_insert_with(|| Seen::of(t));
+        for t in live {
+            map.entry(t.id.clone()).or_insert_with(|| Seen::of_summary(t));
         }
         let running = map.values().filter(|s| s.running()).count();
         *lock(&self.running) = running;
@@ -106,7 +116,10 @@ impl Watch {
     pub fn observe(&self, task: &TaskRecord) -> Observed {
         let now = Seen::of(task);
         let before = lock(&self.tasks).insert(task.id.clone(), now.clone());
-        let tell = now.worth_telling() && before.as_ref() != Some(&now);
+        let old_news = before.is_none()
+            && task.status.is_terminal()
+            && lock(&self.seeded_at).is_some_and(|at| task.updated_at <= at);
+        let tell = now.worth_telling() && before.as_ref() != Some(&now) && !old_news;
         let was_running = before.as_ref().is_some_and(Seen::running);
         let running = (was_running != now.running()).then(|| {
             let mut n = lock(&self.running);
@@ -119,17 +132,45 @@ impl Watch {
     pub fn running(&self) -> usize {
         *lock(&self.running)
     }
+
+    /// Forgets deleted tasks (finished ones: a running task is cancelled before it is deleted).
+    pub fn forget(&self, ids: impl IntoIterator<Item = String>) -> Option<usize> {
+        let mut map = lock(&self.tasks);
+        let mut changed = false;
+        for id in ids {
+            if map.remove(&id).is_some_and(|s| s.running()) {
+                changed = true;
+            }
+        }
+        changed.then(|| {
+            let running = map.values().filter(|s| s.running()).count();
+            *lock(&self.running) = running;
+            running
+        })
+    }
 }
 
-/// Seeds the watch from the store. Call before events are forwarded.
+/// Seeds the watch from the store: the running tasks' summaries, read by SQL (no result is read,
+/// whatever the store holds). Call before events are forwarded.
 pub fn seed(app: &AppHandle, engine: &Engine) {
-    match engine.list(&ListFilter::default()) {
-        Ok(tasks) => {
-            let running = app.state::<Watch>().seed(&tasks);
+    let at = Utc::now();
+    let live = TaskQuery { statuses: vec![TaskStatus::Working, TaskStatus::InputRequired], ..TaskQuery::default() };
+    match engine.summaries(&live, &PageRequest::default()) {
+        Ok(page) => {
+            let running = app.state::<Watch>().seed(&page.items, at);
             crate::tray::set_running(app, running);
         }
         Err(e) => tracing::warn!("could not read the tasks to watch: {e}"),
     }
+}
+
+/// Called by the event forwarder when tasks were deleted.
+pub fn forget(app: &AppHandle, purged: &[Purged]) {
+    let ids: Vec<String> = purged.iter().map(|p| p.id.clone()).collect();
+    if let Some(running) = app.state::<Watch>().forget(ids.iter().cloned()) {
+        crate::tray::set_running(app, running);
+    }
+    app.state::<Notifier>().tell(Note::Forget(ids));
 }
 
 /// Called by the event forwarder for every task change; must never block it.
@@ -172,16 +213,26 @@ fn wanted(kinds: &NotificationSettings, kind: AlertKind) -> bool {
 /// being far faster than any server (it only files them).
 const QUEUE: usize = 1024;
 
+/// What the worker is told: a task's news, or that tasks were deleted.
+enum Note {
+    Alert(Alert),
+    Forget(Vec<String>),
+}
+
 /// The way to the one notification worker, started with the app.
 #[derive(Default)]
 pub struct Notifier {
-    queue: OnceLock<SyncSender<Alert>>,
+    queue: OnceLock<SyncSender<Note>>,
 }
 
 impl Notifier {
     fn send(&self, alert: Alert) {
+        self.tell(Note::Alert(alert));
+    }
+
+    fn tell(&self, note: Note) {
         let Some(queue) = self.queue.get() else { return };
-        match queue.try_send(alert) {
+        match queue.try_send(note) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => tracing::warn!("notifications are arriving faster than they can be filed"),
             Err(TrySendError::Disconnected(_)) => tracing::warn!("the notification worker has stopped"),
@@ -202,7 +253,7 @@ pub fn start(app: &AppHandle) {
     }
 }
 
-fn worker(app: AppHandle, alerts: Receiver<Alert>) {
+fn worker(app: AppHandle, alerts: Receiver<Note>) {
     let mut planner = Planner::default();
     let mut screen = desktop::Desktop::new(app.clone());
     loop {
@@ -218,7 +269,8 @@ fn worker(app: AppHandle, alerts: Receiver<Alert>) {
             Step::Idle => alerts.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
         match arrived {
-            Ok(alert) => planner.push(alert, Instant::now()),
+            Ok(Note::Alert(alert)) => planner.push(alert, Instant::now()),
+            Ok(Note::Forget(ids)) => planner.forget(&ids),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return,
         }
@@ -357,13 +409,38 @@ mod tests {
     #[test]
     fn tells_once_per_transition_and_never_about_the_initial_load() {
         let w = Watch::default();
-        assert_eq!(w.seed(&[task("old", "completed", None), task("busy", "working", None)]), 1);
+        let busy = crate::bridge::summary_of(&task("busy", "working", None), false);
+        let at: DateTime<Utc> = "2026-11-30T10:00:00.000Z".parse().unwrap();
+        assert_eq!(w.seed(&[busy], at), 1);
         let tells = |t: TaskRecord| w.observe(&t).tell;
         assert!(!tells(task("old", "completed", None)), "already done at startup");
         assert!(!tells(task("busy", "working", None)));
-        assert!(tells(task("busy", "completed", None)));
-        assert!(!tells(task("busy", "completed", None)), "the same transition twice");
-        assert!(tells(task("new", "failed", None)), "a task first seen live, already failed");
+        let mut later = task("busy", "completed", None);
+        later.updated_at = at + chrono::Duration::seconds(5);
+        assert!(tells(later.clone()));
+        assert!(!tells(later.clone()), "the same transition twice");
+        later.id = "new".into();
+        later.status = TaskStatus::Failed;
+        assert!(tells(later), "a task first seen live, already failed");
+    }
+
+    #[test]
+    fn a_question_seeded_from_its_summary_is_not_news_again() {
+        let w = Watch::default();
+        let asking = task("t", "input_required", Some("q1"));
+        w.seed(&[crate::bridge::summary_of(&asking, false)], "2026-11-30T10:00:00.000Z".parse().unwrap());
+        assert!(!w.observe(&asking).tell, "the same question as at start-up");
+        assert!(w.observe(&task("t", "input_required", Some("q2"))).tell);
+    }
+
+    #[test]
+    fn a_deleted_task_is_forgotten_and_the_running_count_follows() {
+        let w = Watch::default();
+        w.observe(&task("a", "working", None));
+        w.observe(&task("b", "completed", None));
+        assert_eq!(w.forget(["b".to_owned()]), None, "a finished task was not counted");
+        assert_eq!(w.forget(["a".to_owned()]), Some(0));
+        assert_eq!(w.running(), 0);
     }
 
     #[test]

@@ -10,7 +10,9 @@ use taskdeck_engine::{LogLine, ServerStatus, Settings, SettingsUpdate, TaskEvent
 use ts_rs::{Config, Dependency, TS, TypeVisitor};
 
 use crate::commands::{self, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use crate::history::{DeleteScope, ExportScope, PageCursor, Snippet, TaskFilter, TaskPage};
 use crate::links::OfferedUrl;
+use taskdeck_store::{PurgeLine, StatusCounts};
 
 macro_rules! commands {
     ($( $name:ident [$($ctx:ident),*] ( $($arg:ident : $ty:ty),* ) -> $ret:ty ; )*) => {

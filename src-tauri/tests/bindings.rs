@@ -5,9 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
-use taskdeck_app::commands::{
-    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
-};
+use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use taskdeck_app::history::{DeleteScope, ExportScope, MatchRange, PageCursor, Snippet, TaskFilter, TaskPage};
 use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
     AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord,
@@ -19,7 +18,9 @@ use taskdeck_protocol::question::{Asks, QuestionRequest};
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::url_check::{UrlCheck, UrlWarning, UrlWarningKind};
 use taskdeck_protocol::{Era, TaskStatus};
-use taskdeck_store::{Answer, EventKind, FailureReason, Progress, Question};
+use taskdeck_store::{
+    Answer, EventKind, FailureReason, Progress, PurgeLine, PurgeReason, Purged, Question, QuestionBrief, StatusCounts,
+};
 use ts_rs::{Config, TS};
 
 fn bindings_dir() -> PathBuf {
@@ -42,8 +43,18 @@ fn rendered() -> Vec<(String, String)> {
         render::<EngineEvent>(&cfg),
         render::<TaskRecord>(&cfg),
         render::<TaskSummary>(&cfg),
-        render::<QuestionSummary>(&cfg),
-        render::<QuestionKind>(&cfg),
+        render::<QuestionBrief>(&cfg),
+        render::<TaskFilter>(&cfg),
+        render::<PageCursor>(&cfg),
+        render::<TaskPage>(&cfg),
+        render::<Snippet>(&cfg),
+        render::<MatchRange>(&cfg),
+        render::<DeleteScope>(&cfg),
+        render::<ExportScope>(&cfg),
+        render::<StatusCounts>(&cfg),
+        render::<Purged>(&cfg),
+        render::<PurgeLine>(&cfg),
+        render::<PurgeReason>(&cfg),
         render::<OfferedUrl>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),

@@ -2,6 +2,7 @@
 //! Each subcommand prints one JSON object on stdout; `bench/run.sh` collects them.
 
 mod bare;
+mod history;
 mod progress;
 mod resume;
 mod stats;
@@ -57,6 +58,16 @@ enum What {
         #[arg(long = "size", required = true)]
         sizes: Vec<usize>,
     },
+    /// Fills a data directory's store with finished tasks for the history benchmarks.
+    HistoryStore {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long, default_value_t = 10_000)]
+        tasks: usize,
+        /// Every N-th result is about 1 MB (0: none).
+        #[arg(long, default_value_t = 1_000)]
+        large_every: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -89,6 +100,11 @@ fn main() -> ExitCode {
             .await
             .map_err(|e| e.to_string())?,
             What::Resume { config, server, sizes } => resume::run(resume::Args { config, server, sizes }).await,
+            What::HistoryStore { data_dir, tasks, large_every } => {
+                tokio::task::spawn_blocking(move || history::run(history::Args { data_dir, tasks, large_every }))
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
         }
     });
     match outcome {

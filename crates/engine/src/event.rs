@@ -1,7 +1,7 @@
 //! What the engine publishes to front ends.
 
 use serde::Serialize;
-use taskdeck_store::TaskRecord;
+use taskdeck_store::{Purged, TaskRecord, TaskSummary};
 
 use crate::settings::Settings;
 use crate::supervisor::{LogLine, ServerStatus};
@@ -24,6 +24,16 @@ pub enum EngineEvent {
     /// The server's tools changed; re-list them.
     ToolsChanged {
         server: String,
+    },
+    /// Tasks were removed from the store (by a user's delete or by retention): every list drops
+    /// them, and whoever counts them counts them out, by the status each had.
+    Deleted {
+        tasks: Vec<Purged>,
+    },
+    /// A task was pinned or unpinned. Not a write of the task's record (its `updated_at` stays),
+    /// so it is not a [`EngineEvent::Task`].
+    Pinned {
+        task: Box<TaskSummary>,
     },
     /// The settings changed (from any window, the tray, or another section's owner): the whole of
     /// them as written, so every front end follows.

@@ -13,8 +13,11 @@ use taskdeck_store::{
     TaskEvent, TaskQuery, TaskRecord, TaskSummary,
 };
 
+use chrono::{DateTime, Utc};
+
 use crate::engine::Engine;
 use crate::error::Result;
+use crate::event::EngineEvent;
 
 /// What a retention pass removed (or, on a dry run, would remove), and the file's size around it.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -69,14 +72,46 @@ impl Engine {
             }
             self.cancel(id).await?;
         }
-        self.gate().delete(ids, PurgeReason::User)
+        let purged = self.gate().delete(ids, PurgeReason::User)?;
+        self.announce_deleted(&purged);
+        Ok(purged)
+    }
+
+    /// Deletes every finished, unpinned task last updated before `before` (what "delete everything
+    /// finished before DATE" means), as the user's delete: `user` purge lines, a chunk of tasks per
+    /// transaction so the engine's writes go in between. Working and waiting tasks are never among
+    /// them, so nothing needs cancelling. `dry_run` only says which.
+    pub fn delete_finished_before(&self, before: DateTime<Utc>, dry_run: bool) -> Result<Vec<Purged>> {
+        let rule = finished_before(before);
+        let candidates = self.store().prune_candidates(&rule)?;
+        if dry_run {
+            return Ok(candidates);
+        }
+        let mut removed = Vec::with_capacity(candidates.len());
+        for chunk in candidates.chunks(DELETE_CHUNK) {
+            let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
+            let purged = self.gate().delete(&ids, PurgeReason::User)?;
+            self.announce_deleted(&purged);
+            removed.extend(purged);
+        }
+        Ok(removed)
+    }
+
+    fn announce_deleted(&self, purged: &[Purged]) {
+        if !purged.is_empty() {
+            self.gate().announce(EngineEvent::Deleted { tasks: purged.to_vec() });
+        }
     }
 
     /// Applies a retention rule: finished, unpinned tasks that break it are removed, each with a
     /// `policy` purge line, and the freed pages go back to the file system where the store allows
     /// it. Working and waiting tasks are never touched. `dry_run` removes nothing.
     pub fn prune(&self, rule: &Retention, dry_run: bool) -> Result<PruneReport> {
-        prune(self.store(), rule, dry_run, |rule| self.gate().prune(rule))
+        let report = prune(self.store(), rule, dry_run, |rule| self.gate().prune(rule))?;
+        if !report.dry_run {
+            self.announce_deleted(&report.removed);
+        }
+        Ok(report)
     }
 
     /// A page of the task list, newest first (see `Store::summaries`).
@@ -94,10 +129,27 @@ impl Engine {
         Ok(self.store().purge_log(after, limit)?)
     }
 
+    /// The newest lines of the purge log before line `before` (from the newest when `None`), newest
+    /// first: what a front end shows of the history's removals.
+    pub fn purge_log_newest(&self, before: Option<i64>, limit: usize) -> Result<Vec<PurgeLine>> {
+        Ok(self.store().purge_log_newest(before, limit)?)
+    }
+
     /// Pins a task (retention keeps it) or unpins it.
     pub fn pin(&self, id: &str, pinned: bool) -> Result<TaskSummary> {
-        self.gate().set_pinned(id, pinned)
+        let summary = self.gate().set_pinned(id, pinned)?;
+        self.gate().announce(EngineEvent::Pinned { task: Box::new(summary.clone()) });
+        Ok(summary)
     }
+}
+
+/// Tasks removed per transaction by [`Engine::delete_finished_before`], as retention does.
+const DELETE_CHUNK: usize = 500;
+
+/// "Finished before this moment" as a retention rule: `updated_at` is when a finished task ended.
+fn finished_before(before: DateTime<Utc>) -> Retention {
+    let age = (Utc::now() - before).to_std().unwrap_or_default();
+    Retention { older_than: Some(age), ..Retention::default() }
 }
 
 /// A dry run of a retention rule against a store read without the engine.
@@ -127,12 +179,7 @@ const EXPORT_PAGE: usize = 200;
 pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, out: &mut dyn Write) -> Result<usize> {
     let mut written = 0;
     let mut before: Option<String> = None;
-    if format == ExportFormat::Csv {
-        csv_row(out, CSV_HEADER.iter().map(|h| h.to_string()))?;
-    }
-    if format == ExportFormat::Markdown {
-        writeln!(out, "# Taskdeck export\n").map_err(io_error)?;
-    }
+    export_head(format, out)?;
     let Some(store) = store else {
         out.flush().map_err(io_error)?;
         return Ok(0);
@@ -140,16 +187,7 @@ pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, ou
     loop {
         let page = store.records(query, &PageRequest { before: before.take(), limit: Some(EXPORT_PAGE) })?;
         for rec in &page.items {
-            match format {
-                ExportFormat::Jsonl => {
-                    let events = store.events(&rec.id)?;
-                    let line = serde_json::to_string(&WithEvents { task: rec, events: &events })
-                        .map_err(|e| io_error(e.into()))?;
-                    writeln!(out, "{line}").map_err(io_error)?;
-                }
-                ExportFormat::Csv => csv_row(out, csv_cells(rec))?,
-                ExportFormat::Markdown => markdown(out, rec)?,
-            }
+            export_record(store, rec, format, out)?;
             written += 1;
         }
         match page.next_before {
@@ -159,6 +197,46 @@ pub fn export(store: Option<&Store>, query: &TaskQuery, format: ExportFormat, ou
     }
     out.flush().map_err(io_error)?;
     Ok(written)
+}
+
+/// Writes the named tasks in the order given (a selection in a list), in `format`, one record in
+/// memory at a time. A task that is gone by now is left out rather than failing the export: it
+/// was deleted after it was picked. Returns how many were written.
+pub fn export_ids(store: &Store, ids: &[String], format: ExportFormat, out: &mut dyn Write) -> Result<usize> {
+    export_head(format, out)?;
+    let mut written = 0;
+    for id in ids {
+        let rec = match store.get(id) {
+            Ok(rec) => rec,
+            Err(StoreError::NotFound { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        export_record(store, &rec, format, out)?;
+        written += 1;
+    }
+    out.flush().map_err(io_error)?;
+    Ok(written)
+}
+
+fn export_head(format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+    match format {
+        ExportFormat::Csv => csv_row(out, CSV_HEADER.iter().map(|h| h.to_string())),
+        ExportFormat::Markdown => writeln!(out, "# Taskdeck export\n").map_err(io_error),
+        ExportFormat::Jsonl => Ok(()),
+    }
+}
+
+fn export_record(store: &Store, rec: &TaskRecord, format: ExportFormat, out: &mut dyn Write) -> Result<()> {
+    match format {
+        ExportFormat::Jsonl => {
+            let events = store.events(&rec.id)?;
+            let line =
+                serde_json::to_string(&WithEvents { task: rec, events: &events }).map_err(|e| io_error(e.into()))?;
+            writeln!(out, "{line}").map_err(io_error)
+        }
+        ExportFormat::Csv => csv_row(out, csv_cells(rec)),
+        ExportFormat::Markdown => markdown(out, rec),
+    }
 }
 
 #[derive(Serialize)]
@@ -309,5 +387,38 @@ mod tests {
         let block = fenced("```\n# not a heading", "text");
         assert!(block.starts_with("````text\n") && block.ends_with("\n````\n"), "{block}");
         assert_eq!(inline("[x](javascript:y) <b>"), "\\[x\\]\\(javascript:y\\) \\<b\\>");
+    }
+
+    #[test]
+    fn a_selection_is_exported_in_the_order_picked_and_a_task_gone_since_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path().join("t.sqlite3")).unwrap();
+        let ids: Vec<String> = (0..2)
+            .map(|i| {
+                store
+                    .create_task(taskdeck_store::NewTask {
+                        server: "demo".into(),
+                        tool: format!("tool{i}"),
+                        arguments: serde_json::json!({ "n": i }),
+                        idempotency_key: format!("k{i}"),
+                        mode: taskdeck_store::Mode::Task,
+                    })
+                    .unwrap()
+                    .id
+            })
+            .collect();
+        let picked = [ids[0].clone(), "gone".to_owned(), ids[1].clone()];
+        let mut out = Vec::new();
+        assert_eq!(export_ids(&store, &picked, ExportFormat::Csv, &mut out).unwrap(), 2);
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.split("\r\n").filter(|r| !r.is_empty()).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[0].starts_with("id,created_at"));
+        assert!(rows[1].starts_with(&ids[0]) && rows[2].starts_with(&ids[1]), "{text}");
+        let mut out = Vec::new();
+        assert_eq!(export_ids(&store, &picked[..1], ExportFormat::Jsonl, &mut out).unwrap(), 1);
+        let line: serde_json::Value = serde_json::from_slice(out.trim_ascii()).unwrap();
+        assert_eq!(line["id"], ids[0].as_str());
+        assert!(line["events"].as_array().is_some_and(|e| !e.is_empty()));
     }
 }

@@ -603,6 +603,22 @@ impl Store {
         })
         .collect()
     }
+
+    /// The newest lines of the purge log before line `before` (from the very newest when `None`),
+    /// newest first, at most `limit`: what a front end shows after a delete.
+    pub fn purge_log_newest(&self, before: Option<i64>, limit: usize) -> Result<Vec<PurgeLine>> {
+        let before = before.unwrap_or(i64::MAX);
+        let oldest: Option<i64> = self.conn().query_row(
+            "SELECT min(id) FROM (SELECT id FROM purge_log WHERE id < ?1 ORDER BY id DESC LIMIT ?2)",
+            rusqlite::params![before, limit.min(i64::MAX as usize) as i64],
+            |r| r.get(0),
+        )?;
+        let Some(oldest) = oldest else { return Ok(Vec::new()) };
+        let mut lines = self.purge_log(oldest - 1, limit)?;
+        lines.retain(|l| l.seq < before);
+        lines.reverse();
+        Ok(lines)
+    }
 }
 
 /// The delete itself, on the caller's transaction. The events' foreign key is deferred to the

@@ -492,3 +492,20 @@ fn a_pinned_task_says_so_and_unknown_tasks_cannot_be_pinned() {
     assert!(!f.store.set_pinned(&t.id, false).unwrap().pinned);
     assert!(matches!(f.store.set_pinned("nope", true), Err(StoreError::NotFound { .. })));
 }
+
+#[test]
+fn the_newest_purge_lines_come_first_and_page_back_in_time() {
+    let f = fixture();
+    let ids: Vec<String> =
+        ["a", "b", "c", "d", "e"].iter().map(|k| task_in(&f.store, k, TaskStatus::Completed).id).collect();
+    for id in &ids {
+        f.store.delete_tasks(std::slice::from_ref(id), PurgeReason::User).unwrap();
+    }
+    let newest = f.store.purge_log_newest(None, 2).unwrap();
+    let got: Vec<&str> = newest.iter().map(|l| l.task_id.as_str()).collect();
+    assert_eq!(got, [ids[4].as_str(), ids[3].as_str()]);
+    let older = f.store.purge_log_newest(Some(newest[1].seq), 10).unwrap();
+    let got: Vec<&str> = older.iter().map(|l| l.task_id.as_str()).collect();
+    assert_eq!(got, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
+    assert!(f.store.purge_log_newest(Some(older[2].seq), 10).unwrap().is_empty());
+}

@@ -79,6 +79,15 @@ impl Planner {
         self.since.get_or_insert(now);
     }
 
+    /// Withdraws the waiting alerts of tasks that were deleted: a notification must not bring
+    /// forward a task that is gone.
+    pub fn forget(&mut self, ids: &[String]) {
+        self.pending.retain(|a| !ids.contains(&a.task_id));
+        if self.pending.is_empty() && self.overflow == 0 {
+            self.since = None;
+        }
+    }
+
     /// What to do at `now`: show one notification (call again after), or wait.
     pub fn next(&mut self, now: Instant) -> Step {
         let Some(since) = self.since else { return Step::Idle };
@@ -298,5 +307,27 @@ mod tests {
         }
         p.push(alert("late", AlertKind::Done), t0 + ms(1000));
         assert_eq!(p.next(t0 + ms(1500)), Step::WaitUntil(t0 + GATHER + RATE_WINDOW), "the cap holds it back");
+    }
+
+    #[test]
+    fn a_deleted_tasks_waiting_alert_is_withdrawn() {
+        let t0 = Instant::now();
+        let alert = |id: &str| Alert {
+            task_id: id.into(),
+            kind: AlertKind::Done,
+            summary: format!("{id} done"),
+            body: String::new(),
+        };
+        let mut p = Planner::default();
+        p.push(alert("a"), t0);
+        p.push(alert("b"), t0);
+        p.forget(&["a".to_owned()]);
+        match p.next(t0 + GATHER) {
+            Step::Show(n) => assert_eq!(n.task_id.as_deref(), Some("b"), "{n:?}"),
+            other => panic!("{other:?}"),
+        }
+        p.push(alert("c"), t0 + GATHER);
+        p.forget(&["c".to_owned()]);
+        assert_eq!(p.next(t0 + GATHER * 3), Step::Idle, "nothing left to show");
     }
 }

@@ -22,7 +22,7 @@ const server = (name: string, phase: ServerStatus['phase']): ServerStatus => ({
   auth: 'none',
 });
 const line = (text: string): LogLine => ({ at: '2025-01-01T00:00:00Z', source: 'stderr', text });
-const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], servers: [], logs: [], tools_changed: [], ...b });
+const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], deleted: [], servers: [], logs: [], tools_changed: [], ...b });
 
 describe('the engine store patching itself from batches', () => {
   it('replaces tasks and servers by key, bounds logs, and counts tool changes', () => {
@@ -83,5 +83,45 @@ describe('the task list reaching the views once per frame', () => {
     ]);
     frames.shift()!(); // the frame the batch asked for changes nothing more
     expect(store.tasks).toHaveLength(3);
+  });
+});
+
+describe('the counts and the changes the task list follows', () => {
+  const at = (s: number) => `2025-01-01T00:00:0${s}.000Z`;
+  const store = new EngineStore((commit) => commit());
+
+  it('counts new tasks, moves finished ones, drops deleted ones, and tells listeners what each was', () => {
+    const heard: { id: string; before: string | undefined; isNew: boolean }[] = [];
+    const gone: string[] = [];
+    const off = store.onChanges((changes, deleted) => {
+      for (const c of changes) heard.push({ id: c.task.id, before: c.before?.status, isNew: c.isNew });
+      for (const p of deleted) gone.push(p.id);
+    });
+    store.apply(batch({ tasks: [task({ id: 'a', created_at: at(1) })] }));
+    expect(store.counts).toMatchObject({ working: 1, total: 1 });
+    store.apply(batch({ tasks: [task({ id: 'a', created_at: at(1), updated_at: at(2), status: 'completed' })] }));
+    expect(store.counts).toMatchObject({ working: 0, completed: 1, total: 1 });
+    store.apply(batch({ deleted: [{ id: 'a', tool: 'generate_report', server: 'demo', status: 'completed' }] }));
+    expect(store.counts).toMatchObject({ completed: 0, total: 0 });
+    expect(store.byId('a')).toBeUndefined();
+    expect(heard).toEqual([
+      { id: 'a', before: undefined, isNew: true },
+      { id: 'a', before: 'working', isNew: false },
+    ]);
+    expect(gone).toEqual(['a']);
+    off();
+    store.apply(batch({ tasks: [task({ id: 'b', created_at: at(3) })] }));
+    expect(heard).toHaveLength(2);
+  });
+
+  it('a pin of an old finished task it never held is no new task', () => {
+    const before = store.counts;
+    store.apply(batch({ tasks: [task({ id: 'old', created_at: '2020-01-01T00:00:00.000Z', status: 'completed', pinned: true })] }));
+    expect(store.counts).toBe(before);
+  });
+
+  it('the waiting count is the store’s', () => {
+    store.apply(batch({ tasks: [task({ id: 'q', created_at: at(4), status: 'input_required', question: { key: 'k', message: null, kind: 'form' } })] }));
+    expect(store.waiting).toBe(1);
   });
 });

@@ -1,12 +1,24 @@
 /**
- * The one place the UI keeps what the engine said: tasks, servers, server logs. It loads once and
- * then patches itself from `engine-batch` events; views read it and never write to it, so what is
- * on screen is always the engine's latest word.
+ * The one place the UI keeps what the engine said: the tasks it has seen (the running ones and
+ * the newest, read at start; every task a batch or a command brought since), the counts per
+ * status, servers, server logs. It loads once, reading summaries only, and then patches itself
+ * from `engine-batch` events; views read it and never write to it, so what is on screen is always
+ * the engine's latest word. The task list pages the store itself (`tasks/pager.svelte.ts`) and
+ * follows the changes this store passes on (`onChanges`).
  */
-import { errorText, inApp, listServers, listTasks, onEngineBatch, serverLog } from './ipc';
-import type { EngineBatch, LogLine, ServerStatus, TaskSummary } from './types';
+import { errorText, inApp, listServers, onEngineBatch, serverLog, taskCounts, taskPage } from './ipc';
+import type { EngineBatch, LogLine, PageCursor, Purged, ServerStatus, StatusCounts, TaskSummary } from './types';
+import { isTerminal } from './types';
 import { nextFrame, type Schedule } from './paint';
-import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, type TaskTable } from './engineTable';
+import { appendBounded, applyByName, applyTasks, EMPTY_TABLE, removeTasks, type TaskTable } from './engineTable';
+import { ALL_TASKS, NO_COUNTS, patchCounts, type Change } from '../tasks/history';
+
+/** The newest tasks read at start, beside the running ones: what the recent tools and a first screen need. */
+const RECENT = 100;
+/** Running tasks read per request at start (all of them are read). */
+const LIVE = 2000;
+
+export type ChangeListener = (changes: readonly Change[], deleted: readonly Purged[]) => void;
 
 /** Matches the engine's own bound, so the UI never shows more than it keeps. */
 const LOG_LINES = 2000;
@@ -29,7 +41,20 @@ export class EngineStore {
   }
   /** How many tasks have a question waiting for the user. */
   get waiting(): number {
-    return this.#table.waiting;
+    return this.counts.waiting;
+  }
+  /** Tasks per status in the whole store, patched by every batch. */
+  counts: StatusCounts = $state.raw(NO_COUNTS);
+  #listeners = new Set<ChangeListener>();
+  /** When the start-up read began: a finished task first seen after it, created before it, is no new task. */
+  #loadedAt = '';
+  /** What the start-up read of the newest tasks covered: down to `boundary`, or the whole store. */
+  #recent: { boundary: string; done: boolean } | null = null;
+
+  /** Hears every change to a task and every delete, as it arrives; returns the unsubscribe. */
+  onChanges(listener: ChangeListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   #start: Promise<void> | null = null;
@@ -54,8 +79,16 @@ export class EngineStore {
     let ready = false;
     await onEngineBatch((b) => (ready ? this.apply(b) : early.push(b)));
     try {
-      const [tasks, servers] = await Promise.all([listTasks(), listServers()]);
-      this.#table = applyTasks(EMPTY_TABLE, tasks);
+      this.#loadedAt = new Date().toISOString();
+      const [live, recent, counts, servers] = await Promise.all([
+        this.#running(),
+        taskPage(ALL_TASKS, null, RECENT),
+        taskCounts(ALL_TASKS),
+        listServers(),
+      ]);
+      this.#table = applyTasks(EMPTY_TABLE, [...live, ...recent.items]);
+      this.#recent = { boundary: recent.items[recent.items.length - 1]?.created_at ?? '', done: recent.next === null };
+      this.counts = counts;
       this.servers = servers;
       for (const b of early) this.apply(b);
       ready = true;
@@ -66,8 +99,34 @@ export class EngineStore {
     }
   }
 
+  /**
+   * The top of the whole list as this store holds it now, for the list's first screen without a
+   * second read: every task down to the oldest of the newest read at start (all of them were
+   * read, and every task since came in a batch), or the whole store when it was read whole.
+   * `null` before the start-up read.
+   */
+  firstPage(): { items: TaskSummary[]; done: boolean } | null {
+    if (this.#recent === null) return null;
+    const { boundary, done } = this.#recent;
+    const list = (this.#pending ?? this.#table).list;
+    return { items: done ? list.slice() : list.filter((t) => t.created_at >= boundary), done };
+  }
+
+  /** Every running task (the counts are patched from what each was), a page at a time. */
+  async #running(): Promise<TaskSummary[]> {
+    const filter = { ...ALL_TASKS, statuses: ['working', 'input_required'] as TaskSummary['status'][] };
+    const all: TaskSummary[] = [];
+    let cursor: PageCursor | null = null;
+    for (;;) {
+      const page = await taskPage(filter, cursor, LIVE);
+      all.push(...page.items);
+      if (page.next === null) return all;
+      cursor = page.next;
+    }
+  }
+
   apply(b: EngineBatch): void {
-    if (b.tasks.length) this.#stage(b.tasks);
+    if (b.tasks.length || b.deleted.length) this.#stage(b.tasks, b.deleted);
     if (b.servers.length) this.servers = applyByName(this.servers, b.servers);
     if (b.logs.length) {
       const next = { ...this.logs };
@@ -86,15 +145,35 @@ export class EngineStore {
    * Shown at once, with whatever batches were waiting for the frame: the user just acted.
    */
   put(t: TaskSummary): void {
-    this.#pending = applyTasks(this.#pending ?? this.#table, [t]);
+    this.#pending = this.#follow(this.#pending ?? this.#table, [t], []);
     this.#commit();
   }
 
   /** Task updates join the table at once (so memory stays one table) but reach the views per frame. */
-  #stage(tasks: readonly TaskSummary[]): void {
+  #stage(tasks: readonly TaskSummary[], deleted: readonly Purged[]): void {
     const scheduled = this.#pending !== null;
-    this.#pending = applyTasks(this.#pending ?? this.#table, tasks);
+    this.#pending = this.#follow(this.#pending ?? this.#table, tasks, deleted);
     if (!scheduled) this.#schedule(() => this.#commit());
+  }
+
+  /** Applies changes to the table and the counts, and passes them on with what each task was before. */
+  #follow(table: TaskTable, tasks: readonly TaskSummary[], deleted: readonly Purged[]): TaskTable {
+    const changes: Change[] = [];
+    let counts = this.counts;
+    for (const task of tasks) {
+      const i = table.index.get(task.id);
+      const before = i === undefined ? undefined : table.list[i];
+      if (before !== undefined && task.updated_at < before.updated_at) continue;
+      const isNew = before === undefined && (!isTerminal(task.status) || (this.#loadedAt !== '' && task.created_at > this.#loadedAt));
+      if (before !== undefined || isNew) counts = patchCounts(counts, before, task);
+      changes.push({ task, before, isNew });
+    }
+    for (const p of deleted) counts = patchCounts(counts, p, undefined);
+    this.counts = counts;
+    let next = applyTasks(table, changes.map((c) => c.task));
+    if (deleted.length) next = removeTasks(next, deleted.map((p) => p.id));
+    for (const listener of this.#listeners) listener(changes, deleted);
+    return next;
   }
 
   #commit(): void {

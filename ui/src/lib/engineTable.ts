@@ -62,6 +62,14 @@ export function applyTasks(table: TaskTable, updates: readonly TaskSummary[]): T
   return { list: merged, index: indexOf(merged), waiting };
 }
 
+/** Removes tasks (deleted from the store); the same table when none of them is in it. */
+export function removeTasks(table: TaskTable, ids: readonly string[]): TaskTable {
+  const gone = new Set(ids.filter((id) => table.index.has(id)));
+  if (gone.size === 0) return table;
+  const list = table.list.filter((t) => !gone.has(t.id));
+  return { list, index: indexOf(list), waiting: list.reduce((n, t) => n + Number(needsAnswer(t)), 0) };
+}
+
 function mergeSorted(a: readonly TaskSummary[], b: readonly TaskSummary[]): TaskSummary[] {
   const out: TaskSummary[] = new Array(a.length + b.length);
   let i = 0;

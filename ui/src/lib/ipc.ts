@@ -2,7 +2,19 @@ import { invoke, isTauri } from '@tauri-apps/api/core';
 import { listen, type UnlistenFn } from '@tauri-apps/api/event';
 import { inertText } from './text';
 import type { Commands } from './bindings/Commands';
-import type { AppInfo, CommandError, ElicitAnswer, EngineBatch, JsonValue, OfferedUrl, ServerStatus } from './types';
+import type {
+  AppInfo,
+  CommandError,
+  DeleteScope,
+  ElicitAnswer,
+  EngineBatch,
+  ExportScope,
+  JsonValue,
+  OfferedUrl,
+  PageCursor,
+  ServerStatus,
+  TaskFilter,
+} from './types';
 
 export type { AppInfo };
 
@@ -64,7 +76,19 @@ export const listTools = (server: string) => call('list_tools', { server });
 /** `idempotencyKey` names one submission: the engine starts one task per key, whoever asks again. */
 export const runTool = (server: string, tool: string, args: JsonValue, idempotencyKey: string | null = null) =>
   call('run_tool', { server, tool, arguments: args, idempotencyKey });
-export const listTasks = () => call('list_tasks');
+/** A page of the task list under `filter`, after `cursor` (the top when null). */
+export const taskPage = (filter: TaskFilter, cursor: PageCursor | null, limit: number) => call('task_page', { filter, cursor, limit });
+/** Tasks per status under `filter` (its statuses aside). */
+export const taskCounts = (filter: TaskFilter) => call('task_counts', { filter });
+/** Where `search` matched in each of these tasks. */
+export const searchSnippets = (ids: string[], search: string) => call('search_snippets', { ids, search });
+/** Deletes (or, with `dryRun`, counts) what `scope` names; a running task is refused unless `force`. */
+export const deleteTasks = (scope: DeleteScope, force: boolean, dryRun: boolean) => call('delete_tasks', { scope, force, dryRun });
+/** The newest purge-log lines before line `before`, newest first. */
+export const purgeLog = (before: number | null, limit: number) => call('purge_log', { before, limit });
+export const pinTask = (id: string, pinned: boolean) => call('pin_task', { id, pinned });
+/** Asks where to save and exports `scope` there as `format`; `null` when the user cancelled. */
+export const exportTasks = (scope: ExportScope, format: 'jsonl' | 'csv' | 'md') => call('export_tasks', { scope, format });
 export const taskDetail = (id: string) => call('task_detail', { id });
 /** The task's events newer than event `after` (0 for all of them). */
 export const taskEvents = (id: string, after: number) => call('task_events', { id, after });

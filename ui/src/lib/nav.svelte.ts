@@ -1,7 +1,9 @@
 /** Where the user is: the view, the selected task, and a run form to open. Shared by the views. */
 import type { ViewId } from '../shell/views';
+import type { JsonValue } from './types';
 
-export type RunTarget = { server: string; tool: string };
+/** A tool to run; `arguments` fill the form ("Run again with changes"). */
+export type RunTarget = { server: string; tool: string; arguments?: JsonValue };
 
 class Nav {
   view: ViewId = $state('tasks');

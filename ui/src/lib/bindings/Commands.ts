@@ -1,6 +1,8 @@
 // Generated from src-tauri/src/registry.in by src-tauri/tests/bindings.rs (`make bindings`). Do not edit.
 import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
+import type { DeleteScope } from "./DeleteScope";
+import type { ExportScope } from "./ExportScope";
 import type { Found } from "./Found";
 import type { ImportChoice } from "./ImportChoice";
 import type { ImportReport } from "./ImportReport";
@@ -8,12 +10,18 @@ import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
 import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
+import type { PageCursor } from "./PageCursor";
+import type { PurgeLine } from "./PurgeLine";
 import type { ServerStatus } from "./ServerStatus";
 import type { Settings } from "./Settings";
 import type { SettingsEdit } from "./SettingsEdit";
 import type { SettingsUpdate } from "./SettingsUpdate";
+import type { Snippet } from "./Snippet";
+import type { StatusCounts } from "./StatusCounts";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
+import type { TaskFilter } from "./TaskFilter";
+import type { TaskPage } from "./TaskPage";
 import type { TaskSummary } from "./TaskSummary";
 import type { ToolInfo } from "./ToolInfo";
 
@@ -30,7 +38,6 @@ export type Commands = {
   run_tool: { args: { server: string; tool: string; arguments: JsonValue; idempotencyKey: string | null }; response: TaskSummary };
   rerun_task: { args: { id: string }; response: TaskSummary };
   export_result: { args: { id: string }; response: string | null };
-  list_tasks: { args: Record<string, never>; response: Array<TaskSummary> };
   task_detail: { args: { id: string }; response: TaskDetail };
   task_events: { args: { id: string; after: number }; response: Array<TaskEvent> };
   answer_task: { args: { id: string; answer: AnswerPayload }; response: TaskSummary };
@@ -39,6 +46,13 @@ export type Commands = {
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
+  task_page: { args: { filter: TaskFilter; cursor: PageCursor | null; limit: number }; response: TaskPage };
+  task_counts: { args: { filter: TaskFilter }; response: StatusCounts };
+  search_snippets: { args: { ids: Array<string>; search: string }; response: Array<Snippet> };
+  delete_tasks: { args: { scope: DeleteScope; force: boolean; dryRun: boolean }; response: number };
+  purge_log: { args: { before: number | null; limit: number }; response: Array<PurgeLine> };
+  pin_task: { args: { id: string; pinned: boolean }; response: TaskSummary };
+  export_tasks: { args: { scope: ExportScope; format: string }; response: string | null };
   get_settings: { args: Record<string, never>; response: Settings };
   update_settings: { args: { update: SettingsUpdate }; response: Settings };
   import_preview: { args: { from: string | null }; response: Array<Found> };
