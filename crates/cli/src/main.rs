@@ -168,6 +168,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             if let Some(bad) = named_server(&command).and_then(|name| config.unreadable_entry(name)) {
                 return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
             }
+            // Signing in needs no lock: it works while another process drives the tasks.
+            match &command {
+                Command::Login { server } => return login::login(&paths, &config, server).await,
+                Command::Logout { server } => return login::logout(&paths, &config, server).await,
+                _ => {}
+            }
             let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await?;
             let server = named_server(&command).map(str::to_owned);
             let outcome = with_engine(&engine, command, prepared, invocation).await;
@@ -231,8 +237,7 @@ fn named_server(command: &Command) -> Option<&str> {
 async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
     let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
     match command {
-        Command::Login { server } => login::login(engine, &server).await,
-        Command::Logout { server } => login::logout(engine, &server).await,
+        Command::Login { .. } | Command::Logout { .. } => unreachable!("signing in is dispatched without an engine"),
         Command::Servers { json } => {
             let mut servers = engine.start_servers().await;
             // Disabled entries and those that could not be read are listed too; the latter make

@@ -230,3 +230,61 @@ fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("needs no sign-in"), "{out:?}");
 }
+
+/// The app's side of the data directory, played by an engine in this test process: it holds
+/// the lock while `taskdeck-cli login` runs as a second process.
+#[test]
+fn login_while_another_process_drives_the_tasks_signs_in_and_its_waiting_task_goes_on() {
+    // Never the keyring of whoever runs the tests; set before any thread of this test starts.
+    // SAFETY: no other thread of this test binary reads the environment while it is set (the
+    // other tests only spawn processes, which set it on their own command).
+    unsafe { std::env::set_var("TASKDECK_SIGN_IN_STORE", "file") };
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(login_while_another_process_drives_the_tasks());
+}
+
+async fn login_while_another_process_drives_the_tasks() {
+    use taskdeck_engine::config::{Config, Paths};
+    use taskdeck_engine::{AuthState, Engine, EngineOptions};
+
+    let env = Env::new();
+    assert_eq!(env.run(&["login", "remote"]).code, 0);
+    let paths = Paths { config: env.config.clone(), data_dir: env.dir.path().join("data") };
+    let config = Config::load(&paths).unwrap();
+    let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await.unwrap();
+    let rec = engine.run("remote", "generate_report", json!({"topic": "tides", "seconds": 4})).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    env.gate.admin("revoke");
+    env.gate.admin("expire");
+    let waiting = engine.wait(&rec.id, |_| false).await.unwrap();
+    assert_eq!(waiting.status.to_string(), "working", "not failed: {waiting:?}");
+    assert!(waiting.status_message.as_deref().unwrap_or_default().contains("taskdeck-cli login remote"), "{waiting:?}");
+    assert_eq!(engine.sign_in_state("remote").await.unwrap().auth, AuthState::SignInNeeded);
+
+    let out = tokio::task::spawn_blocking({
+        let (config, data) = (env.config.clone(), env.dir.path().join("data"));
+        move || -> Out {
+            let mut c = Command::new(CLI);
+            c.arg("--config").arg(config).arg("--data-dir").arg(data).args(["login", "remote"]);
+            c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
+            c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
+            c.output().unwrap().into()
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.code, 0, "login needs no lock: {out:?}");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let done = loop {
+        let now = engine.get(&rec.id).unwrap();
+        if now.status.is_terminal() {
+            break now;
+        }
+        assert!(std::time::Instant::now() < deadline, "the task goes on by itself after the login: {now:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(done.status.to_string(), "completed", "{done:?}");
+    assert_eq!(engine.sign_in_state("remote").await.unwrap().auth, AuthState::SignedIn);
+    engine.shutdown().await;
+}

@@ -257,6 +257,32 @@ pub async fn sign_in(
     options: &SignInOptions,
 ) -> Result<Authorization, AuthError> {
     let discovery = discover(http, server, challenge).await?;
+    sign_in_discovered(http, discovery, challenge, previous, options).await
+}
+
+/// The host the browser is sent to for a sign-in found by [`discover`]: what a front end names
+/// before it opens the browser, so the user knows where their password goes.
+pub fn authorization_host(discovery: &Discovery) -> String {
+    let endpoint = &discovery.auth_server.authorization_endpoint;
+    match Url::parse(endpoint) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => endpoint.clone(),
+        },
+        Err(_) => endpoint.clone(),
+    }
+}
+
+/// [`sign_in`] from a discovery already made: a front end discovers first, names the
+/// authorization server to the user, and only then goes on to the browser with this.
+pub async fn sign_in_discovered(
+    http: &AuthHttp,
+    discovery: Discovery,
+    challenge: Option<&BearerChallenge>,
+    previous: Option<&StoredAuth>,
+    options: &SignInOptions,
+) -> Result<Authorization, AuthError> {
     // Scopes asked for earlier at the same authorization server are kept (step-up).
     let previous = previous.filter(|p| p.issuer == discovery.issuer());
     let mut scopes = select_scopes(challenge, discovery.resource_metadata.as_ref(), &options.client.scopes);
