@@ -83,6 +83,29 @@ fn failed(server: &str, why: &str) -> CliError {
     CliError { exit: EXIT_FAILED, message: format!("could not sign in to {server}: {why}") }
 }
 
+/// A run whose first request the server refused for want of a sign-in never started: it is not
+/// kept (nothing is left in `tasks`), and the command waits for the user (exit 3) with the hint.
+/// A task the server took and that later lost its sign-in is another matter: it keeps waiting.
+pub async fn refused_before_start(engine: &Engine, rec: &taskdeck_engine::TaskRecord) -> Result<()> {
+    // Until the server took the task, or it stopped for a sign-in (or ended); a plain call
+    // that runs for longer is followed as always.
+    let first = std::time::Duration::from_secs(5);
+    if let Ok(Ok(_)) = tokio::time::timeout(first, engine.wait(&rec.id, |r| r.remote_task_id.is_some())).await
+        && engine.withdraw_unstarted(&rec.id).await?
+    {
+        let server = &rec.server;
+        return Err(CliError {
+            exit: EXIT_WAITING,
+            message: format!(
+                "{server} refused to run {} for want of a sign-in, so nothing was started.\n\
+                 Sign-in needed: run `taskdeck-cli login {server}`",
+                rec.tool
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A command that failed because `server` wants a sign-in is waiting for the user (exit 3),
 /// and says how to sign in.
 pub fn waiting_for_sign_in(engine: &Engine, server: Option<&str>, outcome: Result<u8>) -> Result<u8> {

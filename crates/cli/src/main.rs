@@ -267,6 +267,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
         Command::Run { server, tool, json, .. } => {
             let rec = engine.run(&server, &tool, prepared.args).await?;
             tracing::info!(task = %rec.id, "started");
+            login::refused_before_start(engine, &rec).await?;
             follow(prepared.answers, json).run(&rec.id).await
         }
         Command::Answer { task, decline, cancel, record, .. } => {

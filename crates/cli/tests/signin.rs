@@ -144,6 +144,8 @@ fn a_run_before_login_exits_3_with_the_hint_then_login_signs_in_renews_and_logou
     let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
     assert_eq!(out.code, 3, "waiting for the user: {out:?}");
     assert!(out.stderr.contains("taskdeck-cli login remote"), "says how to sign in: {out:?}");
+    let out = env.run(&["tasks", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap(), json!([]), "a refused run left no task: {out:?}");
 
     let out = env.run(&["login", "remote"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -209,6 +211,23 @@ fn a_task_whose_sign_in_is_revoked_mid_run_stays_working_and_is_finished_after_l
     assert_eq!(out.code, 0, "{out:?}");
     let done: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(done[0]["status"], "completed", "{done}");
+}
+
+#[test]
+fn a_run_whose_call_is_refused_for_want_of_a_sign_in_leaves_no_task_and_exits_3() {
+    let env = Env::new();
+    env.gate.admin("guard-calls-only");
+    let out = env.run(&["tools", "remote"]);
+    assert_eq!(out.code, 0, "everything but the call goes through: {out:?}");
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 3, "waiting for the user: {out:?}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "says how to sign in: {out:?}");
+    let out = env.run(&["tasks", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap(), json!([]), "nothing was started: {out:?}");
+
+    assert_eq!(env.run(&["login", "remote"]).code, 0);
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
 }
 
 #[test]

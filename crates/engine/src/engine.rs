@@ -566,6 +566,19 @@ impl Engine {
         }
     }
 
+    /// Removes a task whose server refused its very first request for want of a sign-in: the
+    /// server never took it, so nothing of it runs anywhere. True when it was removed; any other
+    /// task (one the server took, one that ended, one not waiting for a sign-in) is left as it is.
+    pub async fn withdraw_unstarted(&self, id: &str) -> Result<bool> {
+        let rec = self.hub.gate.get(id)?;
+        let for_sign_in = self.stalled(id).is_some_and(|r| r == crate::decide::sign_in_hint(&rec.server));
+        if rec.status.is_terminal() || rec.remote_task_id.is_some() || !for_sign_in {
+            return Ok(false);
+        }
+        self.delete(&[rec.id], true).await?;
+        Ok(true)
+    }
+
     /// Gives up the sign-in of `server` found out or under way (its loopback listener closes).
     /// True when there was one.
     pub fn cancel_sign_in(&self, server: &str) -> bool {

@@ -95,11 +95,26 @@ pub async fn find_out_where(server: &ServerConfig, store: Arc<dyn TokenStore>) -
         // would (with the kept sign-in), and sign in on that refusal's challenge.
         match refused_by_a_session(server, store.clone()).await {
             Some(www) => challenge = www.as_deref().and_then(BearerChallenge::from_header),
-            None => return Ok(SignInStep::NotNeeded),
+            // Nothing refused so far; a server that publishes protected resource metadata may
+            // still refuse the work itself (only `tools/call`), and the user asked to sign in.
+            None => match auth::discover_published(&auth_http()?, &url).await {
+                Some(discovery) => return Ok(plan(server, discovery, None, previous, false)),
+                None => return Ok(SignInStep::NotNeeded),
+            },
         }
     }
     let http = auth_http()?;
     let discovery = auth::discover(&http, &url, challenge.as_ref()).await.map_err(|e| e.to_string())?;
+    Ok(plan(server, discovery, challenge, previous, step_up || step_up_due))
+}
+
+fn plan(
+    server: &ServerConfig,
+    discovery: Discovery,
+    challenge: Option<BearerChallenge>,
+    previous: Option<StoredAuth>,
+    step_up: bool,
+) -> SignInStep {
     let client = server.settings.oauth.clone().unwrap_or_default();
     let same_issuer = previous.as_ref().filter(|p| p.issuer == discovery.issuer());
     let mut scopes = auth::select_scopes(challenge.as_ref(), discovery.resource_metadata.as_ref(), &client.scopes);
@@ -111,9 +126,9 @@ pub async fn find_out_where(server: &ServerConfig, store: Arc<dyn TokenStore>) -
         authorization_host: auth::authorization_host(&discovery),
         issuer: discovery.issuer().to_owned(),
         scopes,
-        step_up: step_up || step_up_due,
+        step_up,
     };
-    Ok(SignInStep::Ready(Box::new(SignInPlan { prompt, discovery, challenge, previous, client })))
+    SignInStep::Ready(Box::new(SignInPlan { prompt, discovery, challenge, previous, client }))
 }
 
 /// Signs in as `plan` says: the browser is opened through `open_browser`, the redirect awaited

@@ -42,7 +42,9 @@ pub mod tokens;
 
 pub use browser::{OpenBrowser, open_in_browser, open_with_browser_var};
 pub use challenge::{BearerChallenge, Challenge, parse_challenges};
-pub use discovery::{AuthServerMetadata, Discovery, ResourceMetadata, canonical_resource, discover};
+pub use discovery::{
+    AuthServerMetadata, Discovery, ResourceMetadata, canonical_resource, discover, discover_published,
+};
 pub use error::AuthError;
 pub use flow::{
     Authorization, PendingAuthorization, SignInOptions, authorization_for, authorization_host, exchange_code, refresh,
