@@ -6,12 +6,13 @@ use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{
-    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
+    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, SignInEnd, SignInResult,
+    TaskDetail, TaskSummary,
 };
 use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
-    AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord,
-    ToolInfo,
+    AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, SignInPrompt, SignInState, TaskError,
+    TaskEvent, TaskRecord, ToolInfo,
 };
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
@@ -44,6 +45,10 @@ fn rendered() -> Vec<(String, String)> {
         render::<QuestionSummary>(&cfg),
         render::<QuestionKind>(&cfg),
         render::<OfferedUrl>(&cfg),
+        render::<SignInState>(&cfg),
+        render::<SignInPrompt>(&cfg),
+        render::<SignInResult>(&cfg),
+        render::<SignInEnd>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

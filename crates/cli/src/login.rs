@@ -86,13 +86,15 @@ fn failed(server: &str, why: &str) -> CliError {
 /// A run whose first request the server refused for want of a sign-in never started: it is not
 /// kept (nothing is left in `tasks`), and the command waits for the user (exit 3) with the hint.
 /// A task the server took and that later lost its sign-in is another matter: it keeps waiting.
+/// Called before the run is followed (for a task, whose start is answered at once) and after.
 pub async fn refused_before_start(engine: &Engine, rec: &taskdeck_engine::TaskRecord) -> Result<()> {
-    // Until the server took the task, or it stopped for a sign-in (or ended); a plain call
-    // that runs for longer is followed as always.
-    let first = std::time::Duration::from_secs(5);
-    if let Ok(Ok(_)) = tokio::time::timeout(first, engine.wait(&rec.id, |r| r.remote_task_id.is_some())).await
-        && engine.withdraw_unstarted(&rec.id).await?
-    {
+    if rec.mode == taskdeck_engine::Mode::Task {
+        // Until the server took the task, or it stopped for a sign-in (or ended, or asks).
+        let first = std::time::Duration::from_secs(5);
+        let started = |r: &taskdeck_engine::TaskRecord| r.remote_task_id.is_some() || r.question.is_some();
+        let _ = tokio::time::timeout(first, engine.wait(&rec.id, started)).await;
+    }
+    if engine.withdraw_unstarted(&rec.id).await? {
         let server = &rec.server;
         return Err(CliError {
             exit: EXIT_WAITING,

@@ -268,7 +268,9 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             let rec = engine.run(&server, &tool, prepared.args).await?;
             tracing::info!(task = %rec.id, "started");
             login::refused_before_start(engine, &rec).await?;
-            follow(prepared.answers, json).run(&rec.id).await
+            let outcome = follow(prepared.answers, json).run(&rec.id).await;
+            login::refused_before_start(engine, &rec).await?;
+            outcome
         }
         Command::Answer { task, decline, cancel, record, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;

@@ -14,13 +14,23 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use taskdeck_client::auth::{
-    self, AuthHttp, BearerChallenge, ClientConfig, Discovery, OpenBrowser, SignInOptions, StoredAuth, TokenStore,
+    self, AuthHttp, BearerChallenge, ClientConfig, Discovery, SignInOptions, StoredAuth, TokenStore,
 };
 use taskdeck_client::transport::http::{HttpFailure, SignIn, StoredSignIn, probe};
 use taskdeck_client::{Endpoint, IgnoreEvents, Session, SessionOptions};
 
 use crate::config::ServerConfig;
 use crate::supervisor::AuthState;
+
+pub use taskdeck_client::auth::{OpenBrowser, open_in_browser};
+
+/// How the status message of a task waiting for its server's sign-in begins.
+pub const SIGN_IN_NEEDED: &str = "Sign-in needed";
+
+/// The task is not over and waits for a sign-in to its server (its status message says so).
+pub fn waits_for_sign_in(rec: &taskdeck_store::TaskRecord) -> bool {
+    !rec.status.is_terminal() && rec.status_message.as_deref().is_some_and(|m| m.starts_with(SIGN_IN_NEEDED))
+}
 
 /// Written by every sign-in and sign-out: the server's name and a counter, one JSON object.
 pub const STAMP_FILE: &str = "sign-ins.changed";
