@@ -307,3 +307,109 @@ async fn login_while_another_process_drives_the_tasks() {
     assert_eq!(engine.sign_in_state("remote").await.unwrap().auth, AuthState::SignedIn);
     engine.shutdown().await;
 }
+
+/// `oauth2-mock-server` (pinned in tests/peers) as the authorization server, and a gate in
+/// front of the demo server that takes only the tokens it signed (tests/peers/oauth-peer.mjs).
+struct OauthPeer {
+    mcp: String,
+    admin: String,
+    child: Child,
+}
+
+impl OauthPeer {
+    fn start(upstream: &str) -> OauthPeer {
+        let script = taskdeck_test_support::workspace_root().join("tests/peers/oauth-peer.mjs");
+        let installed = taskdeck_test_support::workspace_root().join("tests/peers/node_modules/oauth2-mock-server");
+        assert!(installed.exists(), "{} is missing: run `make peers`", installed.display());
+        let mut child = Command::new("node")
+            .arg(script)
+            .arg(upstream)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node runs the OAuth peer");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let said: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the peer printed {line:?}: {e}"));
+        OauthPeer {
+            mcp: said["mcp"].as_str().unwrap().to_owned(),
+            admin: said["admin"].as_str().unwrap().to_owned(),
+            child,
+        }
+    }
+
+    fn post(&self, what: &str) {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'', method='POST')).read()")
+            .arg(format!("{}/{what}", self.admin))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn log(&self) -> Vec<Value> {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())")
+            .arg(format!("{}/log", self.admin))
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).ok().and_then(|v| v.as_array().cloned()).unwrap_or_default()
+    }
+}
+
+impl Drop for OauthPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_long_task_survives_its_sign_in_being_revoked_at_a_real_authorization_server() {
+    let state = tempfile::tempdir().unwrap();
+    let demo = demo_server_http(state.path(), "127.0.0.1:0");
+    let peer = OauthPeer::start(&demo.url);
+    let dir = tempfile::tempdir().unwrap();
+    // The authorization server registers nobody: a pre-registered (public) client id.
+    let entry = json!({"url": peer.mcp, "oauth": {"clientId": "taskdeck-test"}});
+    let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
+    let data = dir.path().join("data");
+    let run = |args: &[&str]| -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(&config).arg("--data-dir").arg(&data).args(args);
+        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
+        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
+        c.output().unwrap().into()
+    };
+
+    let out = run(&["login", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let started = std::thread::scope(|s| {
+        let long = s.spawn(|| {
+            run(&["run", "remote", "generate_report", "--args", r#"{"topic":"tides","seconds":4}"#, "--json"])
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        peer.post("revoke");
+        long.join().unwrap()
+    });
+    assert_eq!(started.code, 3, "the task waits for the user: {started:?}");
+    let rec: Value = serde_json::from_str(&started.stdout).unwrap();
+    assert_eq!(rec["status"], "working", "not failed: {rec}");
+    assert!(rec["status_message"].as_str().unwrap_or_default().contains("taskdeck-cli login remote"), "{rec}");
+    let log = peer.log();
+    assert!(
+        log.iter().any(|e| e["grant"] == "refresh_token" && e["refused"] == true),
+        "a renewal was tried and refused before asking the user: {log:?}"
+    );
+
+    let out = run(&["login", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(&["resume", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let done: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(done[0]["status"], "completed", "{done}");
+    assert_eq!(done[0]["id"], rec["id"], "the same task, followed on: {done}");
+}
