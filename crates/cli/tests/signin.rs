@@ -3,138 +3,14 @@
 //! authorization server (the client's fixture), and the fixture's browser script as `$BROWSER`.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
-use taskdeck_test_support::{LoopbackServer, demo_server_http, write_servers_config};
+use taskdeck_test_support::{demo_server_http, write_servers_config};
 
-const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
-
-fn support(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-/// The gate in front of the demo server; killed when dropped.
-struct Gate {
-    base: String,
-    child: Child,
-}
-
-impl Gate {
-    fn start(upstream: &str) -> Gate {
-        let mut child = Command::new("python3")
-            .arg(support("tests/support/signin_gate.py"))
-            .arg(upstream)
-            // The fixture's defaults: dynamic registration, a public client, PKCE S256.
-            .arg("{}")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs the gate");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert!(line.starts_with("http://127.0.0.1:"), "the gate printed {line:?}");
-        Gate { base: line.trim().to_owned(), child }
-    }
-
-    fn admin(&self, what: &str) {
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg("import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'', method='POST')).read()")
-            .arg(format!("{}/admin/{what}", self.base))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    /// The paths the authorization server saw, in order.
-    fn seen(&self) -> Vec<String> {
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())")
-            .arg(format!("{}/admin/log", self.base))
-            .output()
-            .unwrap();
-        let log: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        log.as_array().into_iter().flatten().filter_map(|e| e["path"].as_str().map(str::to_owned)).collect()
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-    config: PathBuf,
-    _demo: LoopbackServer,
-    _state: tempfile::TempDir,
-    gate: Gate,
-}
-
-impl Env {
-    fn new() -> Env {
-        let state = tempfile::tempdir().unwrap();
-        let demo = demo_server_http(state.path(), "127.0.0.1:0");
-        let gate = Gate::start(&demo.url);
-        let dir = tempfile::tempdir().unwrap();
-        let entry = json!({"url": format!("{}/mcp", gate.base)});
-        let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
-        Env { dir, config, _demo: demo, _state: state, gate }
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        // Never the keyring of whoever runs the tests.
-        c.env("TASKDECK_SIGN_IN_STORE", "file");
-        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-        c.stdin(Stdio::null());
-        c.output().unwrap().into()
-    }
-
-    fn sign_ins(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("data/sign-ins.json")).unwrap_or_default()
-    }
-
-    fn logs(&self) -> String {
-        let mut all = String::new();
-        for dir in ["data/logs", "data/logs/servers"] {
-            for e in std::fs::read_dir(self.dir.path().join(dir)).into_iter().flatten().flatten() {
-                all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
-            }
-        }
-        all
-    }
-}
+#[path = "support/signin_env.rs"]
+mod signin_env;
+use signin_env::{CLI, Env, Out, support};
 
 const REPORT: &str = r#"{"topic":"tides","seconds":0.3}"#;
 
@@ -248,64 +124,6 @@ fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
     let out = run(&["login", "local"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("needs no sign-in"), "{out:?}");
-}
-
-/// The app's side of the data directory, played by an engine in this test process: it holds
-/// the lock while `taskdeck-cli login` runs as a second process.
-#[test]
-fn login_while_another_process_drives_the_tasks_signs_in_and_its_waiting_task_goes_on() {
-    // Never the keyring of whoever runs the tests; set before any thread of this test starts.
-    // SAFETY: no other thread of this test binary reads the environment while it is set (the
-    // other tests only spawn processes, which set it on their own command).
-    unsafe { std::env::set_var("TASKDECK_SIGN_IN_STORE", "file") };
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(login_while_another_process_drives_the_tasks());
-}
-
-async fn login_while_another_process_drives_the_tasks() {
-    use taskdeck_engine::config::{Config, Paths};
-    use taskdeck_engine::{AuthState, Engine, EngineOptions};
-
-    let env = Env::new();
-    assert_eq!(env.run(&["login", "remote"]).code, 0);
-    let paths = Paths { config: env.config.clone(), data_dir: env.dir.path().join("data") };
-    let config = Config::load(&paths).unwrap();
-    let engine = Engine::open_with_config(paths, EngineOptions::default(), config).await.unwrap();
-    let rec = engine.run("remote", "generate_report", json!({"topic": "tides", "seconds": 4})).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
-    env.gate.admin("revoke");
-    env.gate.admin("expire");
-    let waiting = engine.wait(&rec.id, |_| false).await.unwrap();
-    assert_eq!(waiting.status.to_string(), "working", "not failed: {waiting:?}");
-    assert!(waiting.status_message.as_deref().unwrap_or_default().contains("taskdeck-cli login remote"), "{waiting:?}");
-    assert_eq!(engine.sign_in_state("remote").await.unwrap().auth, AuthState::SignInNeeded);
-
-    let out = tokio::task::spawn_blocking({
-        let (config, data) = (env.config.clone(), env.dir.path().join("data"));
-        move || -> Out {
-            let mut c = Command::new(CLI);
-            c.arg("--config").arg(config).arg("--data-dir").arg(data).args(["login", "remote"]);
-            c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
-            c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-            c.output().unwrap().into()
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(out.code, 0, "login needs no lock: {out:?}");
-
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let done = loop {
-        let now = engine.get(&rec.id).unwrap();
-        if now.status.is_terminal() {
-            break now;
-        }
-        assert!(std::time::Instant::now() < deadline, "the task goes on by itself after the login: {now:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    };
-    assert_eq!(done.status.to_string(), "completed", "{done:?}");
-    assert_eq!(engine.sign_in_state("remote").await.unwrap().auth, AuthState::SignedIn);
-    engine.shutdown().await;
 }
 
 /// `oauth2-mock-server` (pinned in tests/peers) as the authorization server, and a gate in
