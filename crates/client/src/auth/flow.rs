@@ -359,6 +359,32 @@ mod tests {
     }
 
     #[test]
+    fn the_host_named_before_the_browser_opens_is_the_authorization_endpoints() {
+        let mut discovery = Discovery {
+            resource: "https://mcp.example.com/mcp".into(),
+            resource_metadata: None,
+            resource_metadata_url: None,
+            auth_server: super::super::AuthServerMetadata {
+                issuer: "https://issuer.example".into(),
+                authorization_endpoint: "https://login.example.org/oauth/authorize?x=1".into(),
+                token_endpoint: "https://issuer.example/token".into(),
+                registration_endpoint: None,
+                scopes_supported: None,
+                code_challenge_methods_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                client_id_metadata_document_supported: false,
+                authorization_response_iss_parameter_supported: false,
+            },
+            auth_server_metadata_url: None,
+        };
+        assert_eq!(authorization_host(&discovery), "login.example.org");
+        discovery.auth_server.authorization_endpoint = "http://127.0.0.1:8123/authorize".into();
+        assert_eq!(authorization_host(&discovery), "127.0.0.1:8123");
+        discovery.auth_server.authorization_endpoint = "not a url".into();
+        assert_eq!(authorization_host(&discovery), "not a url");
+    }
+
+    #[test]
     fn a_step_up_asks_for_the_union_of_old_and_new_scopes() {
         assert_eq!(step_up_scopes(&["a".into(), "b".into()], &challenge(&["b", "c"])), vec!["a", "b", "c"]);
     }
