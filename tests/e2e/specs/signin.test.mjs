@@ -16,9 +16,16 @@ import { test } from 'node:test';
 import { By } from 'selenium-webdriver';
 import { appBinary, eventually, invoke, notificationMark, recordedNotifications, repoRoot, startApp, waitFor } from '../support/app.mjs';
 
+// Killed at exit too: a test that times out never reaches its `finally`.
+const spawned = new Set();
+process.on('exit', () => {
+  for (const c of spawned) c.kill('SIGKILL');
+});
+
 /** Starts a child and resolves with it and its first line of stdout. */
 function firstLine(command, args) {
   const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'ignore'] });
+  spawned.add(child);
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout });
     lines.once('line', (line) => resolve({ child, line: line.trim() }));
