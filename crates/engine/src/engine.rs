@@ -530,25 +530,29 @@ impl Engine {
         timeout: Option<Duration>,
     ) -> Result<std::result::Result<SignInOutcome, String>> {
         self.server(server)?;
-        let plan = lock(&self.sign_ins.plans).remove(server);
-        let plan = match plan {
-            Some(p) => p,
-            None => match self.find_out_sign_in(server).await? {
-                Ok(Some(_)) => match lock(&self.sign_ins.plans).remove(server) {
-                    Some(p) => p,
-                    None => return Ok(Err(SIGN_IN_CANCELLED.into())),
-                },
-                Ok(None) => return Ok(Ok(SignInOutcome::NotNeeded)),
-                Err(e) => return Ok(Err(e)),
-            },
-        };
+        // Registered before anything else, so that a cancel at any point ends the sign-in.
         let cancel = Arc::new(tokio::sync::Notify::new());
         lock(&self.sign_ins.running).insert(server.to_owned(), cancel.clone());
-        let store = self.sign_in_store().await;
         let data_dir = self.hub.paths.data_dir.clone();
-        let went = tokio::select! {
-            went = crate::signin::go(plan, store, &data_dir, open_browser, timeout) => went,
-            () = cancel.notified() => Err(SIGN_IN_CANCELLED.to_owned()),
+        let signing_in = async {
+            let plan = lock(&self.sign_ins.plans).remove(server);
+            let plan = match plan {
+                Some(p) => p,
+                None => match self.find_out_sign_in(server).await? {
+                    Ok(Some(_)) => match lock(&self.sign_ins.plans).remove(server) {
+                        Some(p) => p,
+                        None => return Ok(Err(SIGN_IN_CANCELLED.to_owned())),
+                    },
+                    Ok(None) => return Ok(Ok(None)),
+                    Err(e) => return Ok(Err(e)),
+                },
+            };
+            let store = self.sign_in_store().await;
+            Ok(crate::signin::go(plan, store, &data_dir, open_browser, timeout).await.map(Some))
+        };
+        let went: Result<std::result::Result<Option<String>, String>> = tokio::select! {
+            went = signing_in => went,
+            () = cancel.notified() => Ok(Err(SIGN_IN_CANCELLED.to_owned())),
         };
         {
             let mut running = lock(&self.sign_ins.running);
@@ -556,12 +560,13 @@ impl Engine {
                 running.remove(server);
             }
         }
-        match went {
-            Ok(issuer) => {
+        match went? {
+            Ok(Some(issuer)) => {
                 self.sign_ins.seen(&data_dir);
                 self.after_sign_in(server);
                 Ok(Ok(SignInOutcome::SignedIn { issuer }))
             }
+            Ok(None) => Ok(Ok(SignInOutcome::NotNeeded)),
             Err(e) => Ok(Err(e)),
         }
     }
