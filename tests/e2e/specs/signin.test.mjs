@@ -64,7 +64,8 @@ test('the app signs in after naming the authorization server, and a task whose s
     // The Servers view: not signed in; Sign in asks first, naming the server and the host.
     await (await waitFor(driver, '[data-testid="nav-servers"]')).click();
     const row = '[data-testid="server-row"][data-server="remote"]';
-    await (await waitFor(driver, `${row} [data-testid="sign-in-start"]`)).click();
+    // The first wait of the spec is long: a cold start on a busy machine.
+    await (await waitFor(driver, `${row} [data-testid="sign-in-start"]`, 60000)).click();
     const prompt = await waitFor(driver, `${row} [data-testid="sign-in-prompt-text"]`, 20000);
     const asked = await prompt.getText();
     assert.match(asked, /remote/);
