@@ -387,7 +387,6 @@ pub fn update_settings(
     Ok(engine(&state)?.update_settings(&update)?)
 }
 
-
 // --- Servers: import, add, remove, per-server settings -------------------------------------------
 // Each writes Taskdeck's config through `taskdeck_engine::config_edit` and returns; the config
 // watcher (`bridge::watch_config`) applies the new file as the Reload button would.
@@ -689,6 +688,95 @@ pub async fn export_tasks(
     let count = written?;
     tracing::info!(format = ext, count, "exported from the window");
     Ok(Some(path.display().to_string()))
+}
+
+// Signing in to remote servers from the window: the Servers view's auth state and its Sign in /
+// Sign out, and the Sign in of a task that waits for one. A sign-in is two calls, so that the
+// window asks the user between them, naming the server and the authorization server's host:
+// `find_out_sign_in` (nothing opened), then `continue_sign_in` (the browser, the redirect), which
+// `cancel_sign_in` ends at any time.
+
+/// How a `continue_sign_in` ended.
+#[derive(Debug, Clone, Serialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInEnd {
+    SignedIn,
+    /// The server lets Taskdeck in as it is.
+    NotNeeded,
+    /// The user (or the window) cancelled it.
+    Cancelled,
+    /// It did not succeed; `message` says why and what to do.
+    Failed,
+}
+
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct SignInResult {
+    pub end: SignInEnd,
+    pub message: Option<String>,
+    /// The server's sign-in as it stands now.
+    pub state: taskdeck_engine::SignInState,
+}
+
+#[tauri::command]
+pub async fn sign_in_state(state: State<'_, AppState>, server: String) -> Result<taskdeck_engine::SignInState> {
+    Ok(engine(&state)?.sign_in_state(&server).await?)
+}
+
+/// Whether `server` wants a sign-in and where it goes: what the window asks the user before the
+/// browser opens. `None` when it needs none. A failure (an unreachable server, metadata that
+/// points elsewhere) is a `server` error whose message says what was wrong.
+#[tauri::command]
+pub async fn find_out_sign_in(
+    state: State<'_, AppState>,
+    server: String,
+) -> Result<Option<taskdeck_engine::SignInPrompt>> {
+    match engine(&state)?.find_out_sign_in(&server).await? {
+        Ok(prompt) => Ok(prompt),
+        Err(why) => {
+            let mut e = CommandError::new(ErrorCode::Server, format!("cannot sign in to {server}: {why}"));
+            e.server = Some(server);
+            Err(e)
+        }
+    }
+}
+
+/// Opens the browser (`$BROWSER` when set) on the sign-in `find_out_sign_in` found and waits for
+/// the redirect; the tasks that waited for it then go on by themselves.
+#[tauri::command]
+pub async fn continue_sign_in(state: State<'_, AppState>, server: String) -> Result<SignInResult> {
+    let engine = engine(&state)?;
+    let opener: taskdeck_engine::signin::OpenBrowser = std::sync::Arc::new(taskdeck_engine::signin::open_in_browser);
+    let went = engine.continue_sign_in(&server, opener, None).await?;
+    let (end, message) = match went {
+        Ok(taskdeck_engine::SignInOutcome::SignedIn { issuer }) => {
+            (SignInEnd::SignedIn, Some(format!("Signed in by {issuer}.")))
+        }
+        Ok(taskdeck_engine::SignInOutcome::NotNeeded) => {
+            (SignInEnd::NotNeeded, Some(format!("{server} needs no sign-in.")))
+        }
+        Err(why) if why == taskdeck_engine::SIGN_IN_CANCELLED => {
+            (SignInEnd::Cancelled, Some("The sign-in was cancelled.".into()))
+        }
+        Err(why) => (SignInEnd::Failed, Some(format!("Could not sign in to {server}: {why}"))),
+    };
+    tracing::info!(server = %server, end = ?end, "sign-in from the window");
+    Ok(SignInResult { end, message, state: engine.sign_in_state(&server).await? })
+}
+
+/// Gives up the sign-in of `server` found out or waiting for the browser. True when there was one.
+#[tauri::command]
+pub fn cancel_sign_in(state: State<'_, AppState>, server: String) -> Result<bool> {
+    Ok(engine(&state)?.cancel_sign_in(&server))
+}
+
+#[tauri::command]
+pub async fn sign_out(state: State<'_, AppState>, server: String) -> Result<taskdeck_engine::SignInState> {
+    let engine = engine(&state)?;
+    if let Err(why) = engine.sign_out(&server).await? {
+        return Err(CommandError::new(ErrorCode::Io, format!("could not sign out of {server}: {why}")));
+    }
+    tracing::info!(server = %server, "signed out from the window");
+    Ok(engine.sign_in_state(&server).await?)
 }
 
 #[cfg(test)]

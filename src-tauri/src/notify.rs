@@ -51,15 +51,19 @@ struct Seen {
     status: TaskStatus,
     /// The key as the store writes it (`QuestionKey::to_text`), which a summary carries too.
     question: Option<String>,
+    /// It waits for a sign-in to its server: the user has to act, as for a question.
+    sign_in: bool,
 }
 
 impl Seen {
     fn of(task: &TaskRecord) -> Seen {
-        Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.to_text()) }
+        let sign_in = taskdeck_engine::signin::waits_for_sign_in(task);
+        Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.to_text()), sign_in }
     }
 
     fn of_summary(task: &TaskSummary) -> Seen {
-        Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.clone()) }
+        let sign_in = taskdeck_engine::signin::is_sign_in_wait(task.status, task.status_message.as_deref());
+        Seen { status: task.status, question: task.question.as_ref().map(|q| q.key.clone()), sign_in }
     }
 
     fn running(&self) -> bool {
@@ -67,6 +71,9 @@ impl Seen {
     }
 
     fn worth_telling(&self) -> bool {
+        if self.sign_in {
+            return true;
+        }
         match self.status {
             TaskStatus::Completed | TaskStatus::Failed => true,
             TaskStatus::InputRequired => self.question.is_some(),
@@ -348,6 +355,9 @@ pub fn follow_settings(app: AppHandle, engine: Engine) {
 /// What a task's state says to the user, cut to size and plain (see [`text`]); `None` when it says
 /// nothing worth a notification.
 pub fn alert_for(task: &TaskRecord) -> Option<Alert> {
+    if taskdeck_engine::signin::waits_for_sign_in(task) {
+        return Some(sign_in_alert(task));
+    }
     let (kind, what, body) = match task.status {
         TaskStatus::Completed => {
             (AlertKind::Done, "Done", task.status_message.clone().unwrap_or_else(|| "Finished".into()))
@@ -378,6 +388,18 @@ pub fn alert_for(task: &TaskRecord) -> Option<Alert> {
         summary: text::plain(&summary, text::SUMMARY_CHARS, false),
         body: text::plain(&body, text::BODY_CHARS, true),
     })
+}
+
+/// A task that waits for its server's sign-in: the user acts in the app (or with `login`).
+fn sign_in_alert(task: &TaskRecord) -> Alert {
+    let name = |s: &str| text::plain(s, text::NAME_CHARS, false);
+    let summary = format!("{} on {}: Sign-in needed", name(&task.tool), name(&task.server));
+    Alert {
+        task_id: task.id.clone(),
+        kind: AlertKind::NeedsInput,
+        summary: text::plain(&summary, text::SUMMARY_CHARS, false),
+        body: format!("Sign in to {} to let it go on.", name(&task.server)),
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -480,6 +502,23 @@ mod tests {
         let failed = alert_for(&failed).unwrap();
         assert_eq!((failed.summary.as_str(), failed.body.as_str()), ("generate_report on demo: Failed", "boom"));
         assert_eq!(alert_for(&task("a", "working", None)), None);
+    }
+
+    #[test]
+    fn a_task_that_waits_for_a_sign_in_is_told_once_as_sign_in_needed() {
+        let w = Watch::default();
+        let mut t = task("t", "working", None);
+        t.status_message = Some("Working…".into());
+        assert!(!w.observe(&t).tell);
+        t.status_message = Some("Sign-in needed: run `taskdeck-cli login demo` (or sign in from the app)".into());
+        assert!(w.observe(&t).tell, "the user has to act");
+        assert!(!w.observe(&t).tell, "told once");
+        let alert = alert_for(&t).unwrap();
+        assert_eq!(alert.summary, "generate_report on demo: Sign-in needed");
+        assert_eq!(alert.body, "Sign in to demo to let it go on.");
+        assert_eq!(alert.kind, AlertKind::NeedsInput);
+        t.status = TaskStatus::Completed;
+        assert_eq!(alert_for(&t).unwrap().summary, "generate_report on demo: Done", "an ended task is not waiting");
     }
 
     #[test]

@@ -5,12 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
-use taskdeck_app::commands::{AnswerAction, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use taskdeck_app::commands::{
+    AnswerAction, AnswerPayload, AppInfo, CommandError, SignInEnd, SignInResult, TaskDetail, TaskSummary,
+};
 use taskdeck_app::history::{DeleteScope, ExportScope, MatchRange, PageCursor, Snippet, TaskFilter, TaskPage};
 use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
-    AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord,
-    ToolInfo,
+    AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, SignInPrompt, SignInState, TaskError,
+    TaskEvent, TaskRecord, ToolInfo,
 };
 use taskdeck_engine::{NotificationSettings, RetentionSettings, Settings, SettingsProblem, SettingsUpdate, Theme};
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
@@ -56,6 +58,10 @@ fn rendered() -> Vec<(String, String)> {
         render::<PurgeLine>(&cfg),
         render::<PurgeReason>(&cfg),
         render::<OfferedUrl>(&cfg),
+        render::<SignInState>(&cfg),
+        render::<SignInPrompt>(&cfg),
+        render::<SignInResult>(&cfg),
+        render::<SignInEnd>(&cfg),
         render::<TaskEvent>(&cfg),
         render::<EventKind>(&cfg),
         render::<TaskError>(&cfg),

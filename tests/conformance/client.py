@@ -35,8 +35,13 @@ def log(msg):
     print(f"[adapter] {msg}", file=sys.stderr, flush=True)
 
 
+# The Client ID Metadata Document the suite's CIMD scenario expects a client to have published
+# (it checks the client id, and fetches nothing); a user who publishes one sets its URL the same way.
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
 def config_for(url, context):
-    entry = {"url": url}
+    entry = {"url": url, "oauth": {"clientMetadataUrl": CLIENT_METADATA_URL}}
     era = os.environ.get("TASKDECK_CONFORMANCE_ERA")
     if era:
         entry["era"] = era

@@ -171,6 +171,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             if let Some(bad) = named_server(&command).and_then(|name| config.unreadable_entry(name)) {
                 return Err(CliError::usage(format!("server {:?} cannot be used: {}", bad.name, bad.error)));
             }
+            // Signing in needs no lock: it works while another process drives the tasks.
+            match &command {
+                Command::Login { server } => return login::login(&paths, &config, server).await,
+                Command::Logout { server } => return login::logout(&paths, &config, server).await,
+                _ => {}
+            }
             let engine = open_engine(paths, config, idempotency_key(&command)).await?;
             let server = named_server(&command).map(str::to_owned);
             let outcome = with_engine(&engine, command, prepared, invocation).await;
@@ -234,8 +240,7 @@ fn named_server(command: &Command) -> Option<&str> {
 async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invocation: String) -> Result<u8> {
     let follow = |answers, json| Follow { engine, answers, json, invocation: invocation.clone() };
     match command {
-        Command::Login { server } => login::login(engine, &server).await,
-        Command::Logout { server } => login::logout(engine, &server).await,
+        Command::Login { .. } | Command::Logout { .. } => unreachable!("signing in is dispatched without an engine"),
         Command::Servers { json } => {
             let mut servers = engine.start_servers().await;
             // Disabled entries and those that could not be read are listed too; the latter make
@@ -265,7 +270,10 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
         Command::Run { server, tool, json, idempotency_key, .. } => {
             let rec = engine.run_once(&server, &tool, prepared.args, idempotency_key.as_deref()).await?;
             tracing::info!(task = %rec.id, "started");
-            follow(prepared.answers, json).run(&rec.id).await
+            login::refused_before_start(engine, &rec).await?;
+            let outcome = follow(prepared.answers, json).run(&rec.id).await;
+            login::refused_before_start(engine, &rec).await?;
+            outcome
         }
         Command::Answer { task, decline, cancel, record, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;

@@ -3,138 +3,14 @@
 //! authorization server (the client's fixture), and the fixture's browser script as `$BROWSER`.
 
 use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
-use taskdeck_test_support::{LoopbackServer, demo_server_http, write_servers_config};
+use taskdeck_test_support::{demo_server_http, write_servers_config};
 
-const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
-
-fn support(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-/// The gate in front of the demo server; killed when dropped.
-struct Gate {
-    base: String,
-    child: Child,
-}
-
-impl Gate {
-    fn start(upstream: &str) -> Gate {
-        let mut child = Command::new("python3")
-            .arg(support("tests/support/signin_gate.py"))
-            .arg(upstream)
-            // The fixture's defaults: dynamic registration, a public client, PKCE S256.
-            .arg("{}")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3 runs the gate");
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert!(line.starts_with("http://127.0.0.1:"), "the gate printed {line:?}");
-        Gate { base: line.trim().to_owned(), child }
-    }
-
-    fn admin(&self, what: &str) {
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg("import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'', method='POST')).read()")
-            .arg(format!("{}/admin/{what}", self.base))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    /// The paths the authorization server saw, in order.
-    fn seen(&self) -> Vec<String> {
-        let out = Command::new("python3")
-            .arg("-c")
-            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())")
-            .arg(format!("{}/admin/log", self.base))
-            .output()
-            .unwrap();
-        let log: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        log.as_array().into_iter().flatten().filter_map(|e| e["path"].as_str().map(str::to_owned)).collect()
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-struct Env {
-    dir: tempfile::TempDir,
-    config: PathBuf,
-    _demo: LoopbackServer,
-    _state: tempfile::TempDir,
-    gate: Gate,
-}
-
-impl Env {
-    fn new() -> Env {
-        let state = tempfile::tempdir().unwrap();
-        let demo = demo_server_http(state.path(), "127.0.0.1:0");
-        let gate = Gate::start(&demo.url);
-        let dir = tempfile::tempdir().unwrap();
-        let entry = json!({"url": format!("{}/mcp", gate.base)});
-        let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
-        Env { dir, config, _demo: demo, _state: state, gate }
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        // Never the keyring of whoever runs the tests.
-        c.env("TASKDECK_SIGN_IN_STORE", "file");
-        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-        c.stdin(Stdio::null());
-        c.output().unwrap().into()
-    }
-
-    fn sign_ins(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("data/sign-ins.json")).unwrap_or_default()
-    }
-
-    fn logs(&self) -> String {
-        let mut all = String::new();
-        for dir in ["data/logs", "data/logs/servers"] {
-            for e in std::fs::read_dir(self.dir.path().join(dir)).into_iter().flatten().flatten() {
-                all.push_str(&std::fs::read_to_string(e.path()).unwrap_or_default());
-            }
-        }
-        all
-    }
-}
+#[path = "support/signin_env.rs"]
+mod signin_env;
+use signin_env::{CLI, Env, Out, support};
 
 const REPORT: &str = r#"{"topic":"tides","seconds":0.3}"#;
 
@@ -144,6 +20,8 @@ fn a_run_before_login_exits_3_with_the_hint_then_login_signs_in_renews_and_logou
     let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
     assert_eq!(out.code, 3, "waiting for the user: {out:?}");
     assert!(out.stderr.contains("taskdeck-cli login remote"), "says how to sign in: {out:?}");
+    let out = env.run(&["tasks", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap(), json!([]), "a refused run left no task: {out:?}");
 
     let out = env.run(&["login", "remote"]);
     assert_eq!(out.code, 0, "{out:?}");
@@ -212,6 +90,23 @@ fn a_task_whose_sign_in_is_revoked_mid_run_stays_working_and_is_finished_after_l
 }
 
 #[test]
+fn a_run_whose_call_is_refused_for_want_of_a_sign_in_leaves_no_task_and_exits_3() {
+    let env = Env::new();
+    env.gate.admin("guard-calls-only");
+    let out = env.run(&["tools", "remote"]);
+    assert_eq!(out.code, 0, "everything but the call goes through: {out:?}");
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 3, "waiting for the user: {out:?}");
+    assert!(out.stderr.contains("taskdeck-cli login remote"), "says how to sign in: {out:?}");
+    let out = env.run(&["tasks", "--json"]);
+    assert_eq!(serde_json::from_str::<Value>(&out.stdout).unwrap(), json!([]), "nothing was started: {out:?}");
+
+    assert_eq!(env.run(&["login", "remote"]).code, 0);
+    let out = env.run(&["run", "remote", "generate_report", "--args", REPORT, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+#[test]
 fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
     let dir = tempfile::tempdir().unwrap();
     let demo = taskdeck_test_support::demo_server().display().to_string();
@@ -229,4 +124,110 @@ fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
     let out = run(&["login", "local"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("needs no sign-in"), "{out:?}");
+}
+
+/// `oauth2-mock-server` (pinned in tests/peers) as the authorization server, and a gate in
+/// front of the demo server that takes only the tokens it signed (tests/peers/oauth-peer.mjs).
+struct OauthPeer {
+    mcp: String,
+    admin: String,
+    child: Child,
+}
+
+impl OauthPeer {
+    fn start(upstream: &str) -> OauthPeer {
+        let script = taskdeck_test_support::workspace_root().join("tests/peers/oauth-peer.mjs");
+        let installed = taskdeck_test_support::workspace_root().join("tests/peers/node_modules/oauth2-mock-server");
+        assert!(installed.exists(), "{} is missing: run `make peers`", installed.display());
+        let mut child = Command::new("node")
+            .arg(script)
+            .arg(upstream)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node runs the OAuth peer");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let said: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("the peer printed {line:?}: {e}"));
+        OauthPeer {
+            mcp: said["mcp"].as_str().unwrap().to_owned(),
+            admin: said["admin"].as_str().unwrap().to_owned(),
+            child,
+        }
+    }
+
+    fn post(&self, what: &str) {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=b'', method='POST')).read()")
+            .arg(format!("{}/{what}", self.admin))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn log(&self) -> Vec<Value> {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg("import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())")
+            .arg(format!("{}/log", self.admin))
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).ok().and_then(|v| v.as_array().cloned()).unwrap_or_default()
+    }
+}
+
+impl Drop for OauthPeer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_long_task_survives_its_sign_in_being_revoked_at_a_real_authorization_server() {
+    let state = tempfile::tempdir().unwrap();
+    let demo = demo_server_http(state.path(), "127.0.0.1:0");
+    let peer = OauthPeer::start(&demo.url);
+    let dir = tempfile::tempdir().unwrap();
+    // The authorization server registers nobody: a pre-registered (public) client id.
+    let entry = json!({"url": peer.mcp, "oauth": {"clientId": "taskdeck-test"}});
+    let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
+    let data = dir.path().join("data");
+    let run = |args: &[&str]| -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(&config).arg("--data-dir").arg(&data).args(args);
+        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
+        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
+        c.output().unwrap().into()
+    };
+
+    let out = run(&["login", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let started = std::thread::scope(|s| {
+        let long = s.spawn(|| {
+            run(&["run", "remote", "generate_report", "--args", r#"{"topic":"tides","seconds":4}"#, "--json"])
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        peer.post("revoke");
+        long.join().unwrap()
+    });
+    assert_eq!(started.code, 3, "the task waits for the user: {started:?}");
+    let rec: Value = serde_json::from_str(&started.stdout).unwrap();
+    assert_eq!(rec["status"], "working", "not failed: {rec}");
+    assert!(rec["status_message"].as_str().unwrap_or_default().contains("taskdeck-cli login remote"), "{rec}");
+    let log = peer.log();
+    assert!(
+        log.iter().any(|e| e["grant"] == "refresh_token" && e["refused"] == true),
+        "a renewal was tried and refused before asking the user: {log:?}"
+    );
+
+    let out = run(&["login", "remote"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let out = run(&["resume", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let done: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(done[0]["status"], "completed", "{done}");
+    assert_eq!(done[0]["id"], rec["id"], "the same task, followed on: {done}");
 }

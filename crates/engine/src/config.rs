@@ -473,7 +473,7 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
         })
     }
 
-    /// `{"clientId", "clientSecret", "scopes", "redirectPort"}`; the secret may be `${env:NAME}`
+    /// `{"clientId", "clientSecret", "scopes", "redirectPort", "clientMetadataUrl"}`; the secret may be `${env:NAME}`
     /// (and is never quoted back). Unknown keys are noted by nobody: the object is the sign-in's.
     fn oauth(&self, o: &Map<String, Value>) -> Result<ClientConfig, ConfigError> {
         let text = |key: &str| -> Result<Option<String>, ConfigError> {
@@ -522,7 +522,16 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             },
             Some(_) => return Err(self.err("oauth.redirectPort", "must be a port number")),
         };
-        Ok(ClientConfig { client_id, client_secret, scopes, redirect_port, metadata_document: None })
+        // The URL of a Client ID Metadata Document Taskdeck's user (or its publisher) serves: the
+        // client id at authorization servers that take one, instead of registering.
+        let metadata_document = text("clientMetadataUrl")?;
+        if let Some(url) = &metadata_document {
+            let path = url.strip_prefix("https://").and_then(|rest| rest.split_once('/')).map(|(_, p)| p);
+            if path.is_none_or(str::is_empty) || url.contains('#') {
+                return Err(self.err("oauth.clientMetadataUrl", "must be an https URL with a path and no fragment"));
+            }
+        }
+        Ok(ClientConfig { client_id, client_secret, scopes, redirect_port, metadata_document })
     }
 
     fn stdio(&self, entry: &Map<String, Value>) -> Result<ServerSpec, ConfigError> {
@@ -1163,6 +1172,26 @@ mod tests {
         assert!(!format!("{:?}", c.servers[0]).contains("s3cr3t"));
         let bad = &c.unreadable[0];
         assert!(bad.error.to_string().contains("mcpServers.bad.oauth.redirectPort"), "{bad:?}");
+    }
+
+    #[test]
+    fn a_client_metadata_url_is_read_as_the_client_id_document_and_a_plain_one_is_refused() {
+        let c = Config::parse_with(
+            Path::new("/etc/x/servers.json"),
+            r#"{"mcpServers": {"web": {"url": "https://h/mcp", "oauth": {"clientMetadataUrl": "https://taskdeck.example/client.json"}},
+                "bad": {"url": "https://h/mcp", "oauth": {"clientMetadataUrl": "http://taskdeck.example/client.json"}},
+                "bare": {"url": "https://h/mcp", "oauth": {"clientMetadataUrl": "https://taskdeck.example/"}}}}"#,
+            |_| None,
+        )
+        .unwrap();
+        let oauth = c.servers[0].settings.oauth.clone().unwrap();
+        assert_eq!(oauth.metadata_document.as_deref(), Some("https://taskdeck.example/client.json"));
+        assert_eq!(c.unreadable.len(), 2, "{:?}", c.unreadable);
+        assert!(
+            c.unreadable.iter().all(|u| u.error.to_string().contains("oauth.clientMetadataUrl")),
+            "{:?}",
+            c.unreadable
+        );
     }
 
     #[test]

@@ -69,6 +69,7 @@ pub struct Engine {
     hub: Arc<Hub>,
     /// `settings.json` of the data directory, with the channel its changes are announced on.
     pub(crate) settings: Arc<crate::settings::SettingsFile>,
+    sign_ins: Arc<SignInDesk>,
 }
 
 impl Engine {
@@ -91,7 +92,9 @@ impl Engine {
         let hub = Hub::new(store, paths, opts, config, lock);
         hub.servers.sign_ins.set_data_dir(hub.paths.data_dir.clone());
         let settings = Arc::new(crate::settings::SettingsFile::in_dir(&hub.paths.data_dir));
-        Ok(Engine { hub, settings })
+        let engine = Engine { hub, settings, sign_ins: Default::default() };
+        engine.watch_sign_ins();
+        Ok(engine)
     }
 
     pub fn paths(&self) -> &Paths {
@@ -549,98 +552,153 @@ pub enum SignInOutcome {
     NotNeeded,
 }
 
-/// Signing in and out of remote servers: what `taskdeck-cli login` / `logout` and the app's
-/// sign-in call. Tokens go to the OS keyring (or the 0600 file), never the store or a log.
+/// Why a sign-in given up by [`Engine::cancel_sign_in`] ended, as the user reads it.
+pub const SIGN_IN_CANCELLED: &str = "the sign-in was cancelled";
+
+/// Signing in and out of remote servers: what the app's sign-in calls (`taskdeck-cli login`
+/// signs in without an engine, through [`crate::signin`], and this engine follows on). Tokens
+/// go to the OS keyring (or the 0600 file), never the store or a log.
 impl Engine {
-    /// Signs in to `server` where it asks for it: the browser is opened through `open_browser`
-    /// (which a front end wraps to say, first, which server and authorization server it is), the
-    /// redirect awaited on the loopback listener, the tokens kept. The server is then connected
-    /// afresh, and its tasks that waited for the sign-in are followed on.
+    /// Signs in to `server` where it asks for it, without asking the user in between: the
+    /// browser is opened through `open_browser`, the redirect awaited on the loopback listener,
+    /// the tokens kept. The server is then connected afresh, and its tasks that waited for the
+    /// sign-in are followed on.
     pub async fn sign_in(
         &self,
         server: &str,
         open_browser: taskdeck_client::auth::OpenBrowser,
     ) -> Result<std::result::Result<SignInOutcome, String>> {
-        use taskdeck_client::auth::{self, BearerChallenge, SignInOptions};
-        let s = self.server(server)?;
-        let taskdeck_client::Endpoint::Http(spec) = &s.config.endpoint else { return Ok(Ok(SignInOutcome::NotNeeded)) };
-        let (url, status, www) = match taskdeck_client::transport::http::probe(spec).await {
-            Ok(p) => p,
-            Err(e) => return Ok(Err(e)),
-        };
-        let store = self.sign_in_store().await;
-        let previous = {
-            let (store, name) = (store.clone(), server.to_owned());
-            tokio::task::spawn_blocking(move || store.load(&name)).await.ok().and_then(|r| r.ok()).flatten()
-        };
-        // A request refused for want of a scope (403 insufficient_scope) left it among the
-        // requested ones: a step-up is due whatever the probes say.
-        let step_up_due = previous.as_ref().is_some_and(|p| {
-            p.tokens.as_ref().is_some_and(|t| p.requested_scopes.iter().any(|s| !t.scopes.contains(s)))
-        });
-        let mut challenge = www.as_deref().and_then(BearerChallenge::from_header);
-        let step_up = status == 403 && challenge.as_ref().is_some_and(|c| c.is_insufficient_scope());
-        if status != 401 && !step_up && !step_up_due {
-            // Some servers let `initialize` through and refuse only what follows: ask as a
-            // session would, and sign in on that refusal's challenge.
-            use taskdeck_client::transport::http::HttpFailure;
-            let refused = match self.tools(server).await {
-                Err(EngineError::Client(e)) => match HttpFailure::of(&e) {
-                    Some(HttpFailure::SignInNeeded { www_authenticate }) => Some(www_authenticate),
-                    Some(HttpFailure::Forbidden { www_authenticate })
-                        if www_authenticate.as_deref().is_some_and(|w| w.contains("insufficient_scope")) =>
-                    {
-                        Some(www_authenticate)
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            match refused {
-                Some(www) => challenge = www.as_deref().and_then(BearerChallenge::from_header),
-                None => return Ok(Ok(SignInOutcome::NotNeeded)),
-            }
+        match self.find_out_sign_in(server).await? {
+            Ok(None) => Ok(Ok(SignInOutcome::NotNeeded)),
+            Ok(Some(_)) => self.continue_sign_in(server, open_browser, None).await,
+            Err(e) => Ok(Err(e)),
         }
-        let http = match auth::AuthHttp::new() {
-            Ok(h) => h.with_protocol_version(taskdeck_protocol::legacy::PROTOCOL_VERSION),
-            Err(e) => return Ok(Err(e.to_string())),
-        };
-        let mut options = SignInOptions::new(s.config.settings.oauth.clone().unwrap_or_default());
-        options.open_browser = open_browser;
-        let signed = match auth::sign_in(&http, &url, challenge.as_ref(), previous.as_ref(), &options).await {
-            Ok(a) => a,
-            Err(e) => return Ok(Err(e.to_string())),
-        };
-        let issuer = signed.stored.issuer.clone();
-        let saved = {
-            let (store, name, stored) = (store.clone(), server.to_owned(), signed.stored);
-            tokio::task::spawn_blocking(move || store.save(&name, &stored)).await
-        };
-        match saved {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Ok(Err(e.to_string())),
-            Err(e) => return Ok(Err(e.to_string())),
-        }
-        s.restart();
-        // The tasks that waited for this sign-in are followed on.
-        let waiting = ListFilter { server: Some(server.to_owned()), ..Default::default() };
-        for rec in self.list(&waiting).unwrap_or_default() {
-            if !rec.status.is_terminal() && self.stalled(&rec.id).is_some() {
-                self.ensure_driver(&rec.id);
-            }
-        }
-        Ok(Ok(SignInOutcome::SignedIn { issuer }))
     }
 
-    /// Removes the sign-in kept for `server`. Its connection carries on until the server asks again.
-    pub async fn sign_out(&self, server: &str) -> Result<std::result::Result<(), String>> {
-        self.server(server)?;
+    /// The first half of a sign-in: whether `server` wants one and where it goes, opening
+    /// nothing. `Some` is what to ask the user before the browser opens;
+    /// [`Engine::continue_sign_in`] goes on with it, [`Engine::cancel_sign_in`] drops it.
+    pub async fn find_out_sign_in(
+        &self,
+        server: &str,
+    ) -> Result<std::result::Result<Option<crate::signin::SignInPrompt>, String>> {
+        let s = self.server(server)?;
         let store = self.sign_in_store().await;
-        let name = server.to_owned();
-        Ok(match tokio::task::spawn_blocking(move || store.delete(&name)).await {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
+        let found = crate::signin::find_out_where(&s.config, store).await;
+        let mut pending = lock(&self.sign_ins.plans);
+        Ok(match found {
+            Ok(crate::signin::SignInStep::Ready(plan)) => {
+                let prompt = plan.prompt.clone();
+                pending.insert(server.to_owned(), *plan);
+                Ok(Some(prompt))
+            }
+            Ok(crate::signin::SignInStep::NotNeeded) => {
+                pending.remove(server);
+                Ok(None)
+            }
+            Err(e) => {
+                pending.remove(server);
+                Err(e)
+            }
         })
+    }
+
+    /// The second half: the browser, the redirect, the tokens kept, the server connected
+    /// afresh and its waiting tasks followed on. Finds out first when
+    /// [`Engine::find_out_sign_in`] was not called. [`Engine::cancel_sign_in`] ends it with
+    /// [`SIGN_IN_CANCELLED`]; a browser that never comes back ends it after `timeout` (five
+    /// minutes by default) with a message saying so.
+    pub async fn continue_sign_in(
+        &self,
+        server: &str,
+        open_browser: taskdeck_client::auth::OpenBrowser,
+        timeout: Option<Duration>,
+    ) -> Result<std::result::Result<SignInOutcome, String>> {
+        self.server(server)?;
+        // Registered before anything else, so that a cancel at any point ends the sign-in.
+        let cancel = Arc::new(tokio::sync::Notify::new());
+        lock(&self.sign_ins.running).insert(server.to_owned(), cancel.clone());
+        let data_dir = self.hub.paths.data_dir.clone();
+        let signing_in = async {
+            let plan = lock(&self.sign_ins.plans).remove(server);
+            let plan = match plan {
+                Some(p) => p,
+                None => match self.find_out_sign_in(server).await? {
+                    Ok(Some(_)) => match lock(&self.sign_ins.plans).remove(server) {
+                        Some(p) => p,
+                        None => return Ok(Err(SIGN_IN_CANCELLED.to_owned())),
+                    },
+                    Ok(None) => return Ok(Ok(None)),
+                    Err(e) => return Ok(Err(e)),
+                },
+            };
+            let store = self.sign_in_store().await;
+            Ok(crate::signin::go(plan, store, &data_dir, open_browser, timeout).await.map(Some))
+        };
+        let went: Result<std::result::Result<Option<String>, String>> = tokio::select! {
+            went = signing_in => went,
+            () = cancel.notified() => Ok(Err(SIGN_IN_CANCELLED.to_owned())),
+        };
+        {
+            let mut running = lock(&self.sign_ins.running);
+            if running.get(server).is_some_and(|c| Arc::ptr_eq(c, &cancel)) {
+                running.remove(server);
+            }
+        }
+        match went? {
+            Ok(Some(issuer)) => {
+                self.sign_ins.seen(&data_dir);
+                self.after_sign_in(server);
+                Ok(Ok(SignInOutcome::SignedIn { issuer }))
+            }
+            Ok(None) => Ok(Ok(SignInOutcome::NotNeeded)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    /// Removes a task whose server refused its very first request for want of a sign-in: the
+    /// server never took it, so nothing of it runs anywhere. True when it was removed; any other
+    /// task (one the server took, one that ended, one not waiting for a sign-in) is left as it is.
+    pub async fn withdraw_unstarted(&self, id: &str) -> Result<bool> {
+        let rec = self.hub.gate.get(id)?;
+        let for_sign_in = self.stalled(id).is_some_and(|r| r == crate::decide::sign_in_hint(&rec.server));
+        if rec.status.is_terminal() || rec.remote_task_id.is_some() || !for_sign_in {
+            return Ok(false);
+        }
+        self.delete(&[rec.id], true).await?;
+        Ok(true)
+    }
+
+    /// Gives up the sign-in of `server` found out or under way (its loopback listener closes).
+    /// True when there was one.
+    pub fn cancel_sign_in(&self, server: &str) -> bool {
+        let found = lock(&self.sign_ins.plans).remove(server).is_some();
+        let running = lock(&self.sign_ins.running).remove(server);
+        if let Some(c) = &running {
+            // A permit is kept when the sign-in is between two awaits.
+            c.notify_one();
+        }
+        found || running.is_some()
+    }
+
+    /// How `server`'s sign-in stands: signed in (as whom, until when) or needed.
+    pub async fn sign_in_state(&self, server: &str) -> Result<crate::signin::SignInState> {
+        let s = self.server(server)?;
+        let store = self.sign_in_store().await;
+        Ok(crate::signin::state(&s.config, store, s.status().auth).await)
+    }
+
+    /// Removes the sign-in kept for `server`. Its connection is made afresh, without it.
+    pub async fn sign_out(&self, server: &str) -> Result<std::result::Result<(), String>> {
+        let s = self.server(server)?;
+        let store = self.sign_in_store().await;
+        let data_dir = self.hub.paths.data_dir.clone();
+        let out = crate::signin::sign_out(server, store, &data_dir).await;
+        self.sign_ins.seen(&data_dir);
+        if out.is_ok() && matches!(s.config.endpoint, taskdeck_client::Endpoint::Http(_)) {
+            s.restart();
+        }
+        Ok(out)
     }
 
     /// Where sign-ins are kept, for the user.
@@ -654,6 +712,71 @@ impl Engine {
             Ok(s) => s,
             Err(_) => Arc::new(taskdeck_client::auth::FileStore::in_dir(&self.hub.paths.data_dir)),
         }
+    }
+
+    /// `server`'s sign-in changed (here, or by `taskdeck-cli login` in another process): it is
+    /// connected afresh, and its tasks that waited for a sign-in are followed on.
+    fn after_sign_in(&self, server: &str) {
+        let Some(s) = self.hub.servers.get(server) else { return };
+        s.restart();
+        let waiting = ListFilter { server: Some(server.to_owned()), ..Default::default() };
+        for rec in self.list(&waiting).unwrap_or_default() {
+            if !rec.status.is_terminal() && self.stalled(&rec.id).is_some() {
+                self.ensure_driver(&rec.id);
+            }
+        }
+    }
+
+    /// Follows the sign-ins announced in the data directory by other processes, for as long as
+    /// this engine holds it. Looked at once a second: a small file, read whole.
+    fn watch_sign_ins(&self) {
+        let (hub, sign_ins) = (Arc::downgrade(&self.hub), Arc::downgrade(&self.sign_ins));
+        // The settings file holds nothing of the engine's: a strong handle keeps nothing alive.
+        let settings = self.settings.clone();
+        let dir = self.hub.paths.data_dir.clone();
+        self.sign_ins.seen(&dir);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let (Some(hub), Some(sign_ins)) = (hub.upgrade(), sign_ins.upgrade()) else { return };
+                if lock(&hub.lock).is_none() {
+                    return;
+                }
+                let changed = sign_ins.news(&dir);
+                if changed.is_empty() {
+                    continue;
+                }
+                let engine = Engine { hub, settings: settings.clone(), sign_ins };
+                for server in changed {
+                    tracing::info!(server = %server, "its sign-in changed elsewhere; connecting afresh");
+                    engine.after_sign_in(&server);
+                }
+            }
+        });
+    }
+}
+
+/// The sign-ins of one engine that are found out or under way, and the announcements seen.
+#[derive(Default)]
+pub(crate) struct SignInDesk {
+    plans: std::sync::Mutex<std::collections::HashMap<String, crate::signin::SignInPlan>>,
+    running: std::sync::Mutex<std::collections::HashMap<String, Arc<tokio::sync::Notify>>>,
+    stamps: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+}
+
+impl SignInDesk {
+    /// Takes the announcements as they are now as seen (this engine's own, or those at start).
+    fn seen(&self, dir: &std::path::Path) {
+        *lock(&self.stamps) = crate::signin::stamps(dir);
+    }
+
+    /// The servers announced since last looked.
+    fn news(&self, dir: &std::path::Path) -> Vec<String> {
+        let now = crate::signin::stamps(dir);
+        let mut seen = lock(&self.stamps);
+        let changed = crate::signin::changed(&seen, &now);
+        *seen = now;
+        changed
     }
 }
 

@@ -37,12 +37,14 @@ mod retention;
 pub mod secrets;
 mod servers;
 pub mod settings;
+pub mod signin;
 pub mod supervisor;
 mod validate;
 
 pub use config::{ServerConfig, ServerSettings, UnreadableEntry};
 pub use engine::{
-    AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, SignInOutcome, ToolInfo, is_waiting_for_answer,
+    AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, SIGN_IN_CANCELLED, SignInOutcome, ToolInfo,
+    is_waiting_for_answer,
 };
 pub use error::{EngineError, ErrorCode, Result, StoreFault};
 pub use history::{ExportFormat, PruneReport};
@@ -50,6 +52,7 @@ pub use settings::{
     NotificationSettings, RetentionSettings, Settings, SettingsError, SettingsFile, SettingsProblem, SettingsUpdate,
     Theme,
 };
+pub use signin::{SignInPrompt, SignInState};
 pub use supervisor::{AuthState, LogLine, SIGN_IN_STORE_ENV, ServerPhase, ServerStatus};
 /// What [`ServerConfig::endpoint`] is made of, so that a front end needs no client crate to read it.
 pub use taskdeck_client::{Endpoint, HttpSpec, ServerSpec};

@@ -6,7 +6,9 @@ for requests whose bearer token the fixture issued and still honours.
 
 usage: signin_gate.py UPSTREAM_MCP_URL [FIXTURE_OPTIONS_JSON]
 Prints its base URL as its first line; the MCP endpoint is BASE/mcp. Besides the fixture's own
-/admin/revoke (every refresh token), POST /admin/expire makes every access token expire now.
+/admin/revoke (every refresh token), POST /admin/expire makes every access token expire now, and
+POST /admin/guard-calls-only lets every request but `tools/call` through without a token (a server
+that refuses only the work itself).
 """
 import importlib.util
 import json
@@ -25,6 +27,8 @@ fx = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(fx)
 
 # Hop-by-hop headers, and what the proxy sets itself.
+guard = {"calls_only": False}
+
 SKIP = {"host", "content-length", "transfer-encoding", "connection", "authorization", "keep-alive"}
 
 
@@ -44,11 +48,19 @@ class Gate(fx.Handler):
         self.send(401, {"error": "unauthorized"}, {"WWW-Authenticate": header})
         return False
 
+    def open_to(self, body):
+        if not guard["calls_only"]:
+            return False
+        try:
+            return json.loads(body or b"{}").get("method") != "tools/call"
+        except (ValueError, AttributeError):
+            return False
+
     def forward(self):
         # Read first, refused or not: an unread body would be taken for the next request.
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        if not self.allowed():
+        if not self.open_to(body) and not self.allowed():
             return
         req = urllib.request.Request(UPSTREAM, data=body, method=self.command)
         for k, v in self.headers.items():
@@ -78,6 +90,9 @@ class Gate(fx.Handler):
             with fx.lock:
                 for t in fx.access_tokens.values():
                     t["expires"] = 0
+            return self.send(200, {})
+        if self.path.split("?")[0] == "/admin/guard-calls-only":
+            guard["calls_only"] = True
             return self.send(200, {})
         if self.path.split("?")[0] == "/mcp":
             return self.forward()

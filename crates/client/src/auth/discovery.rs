@@ -71,6 +71,14 @@ impl Discovery {
     }
 }
 
+/// The sign-in a server publishes (RFC 9728 metadata at its well-known place) without having
+/// asked for one in a refusal: for a user who asks to sign in to a server that has let
+/// everything through so far (some refuse only the work itself). `None` where it publishes
+/// none: the 2025-03-26 defaults are no reason to open a browser.
+pub async fn discover_published(http: &AuthHttp, server: &Url) -> Option<Discovery> {
+    discover(http, server, None).await.ok().filter(|d| d.resource_metadata.is_some())
+}
+
 /// The server's URL as a resource identifier (RFC 8707 §2, MCP's canonical server URI): no
 /// fragment, lowercase scheme and host (the URL parser does that), and no trailing slash on a
 /// bare origin.

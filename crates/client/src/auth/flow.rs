@@ -257,6 +257,32 @@ pub async fn sign_in(
     options: &SignInOptions,
 ) -> Result<Authorization, AuthError> {
     let discovery = discover(http, server, challenge).await?;
+    sign_in_discovered(http, discovery, challenge, previous, options).await
+}
+
+/// The host the browser is sent to for a sign-in found by [`discover`]: what a front end names
+/// before it opens the browser, so the user knows where their password goes.
+pub fn authorization_host(discovery: &Discovery) -> String {
+    let endpoint = &discovery.auth_server.authorization_endpoint;
+    match Url::parse(endpoint) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(h), Some(p)) => format!("{h}:{p}"),
+            (Some(h), None) => h.to_owned(),
+            _ => endpoint.clone(),
+        },
+        Err(_) => endpoint.clone(),
+    }
+}
+
+/// [`sign_in`] from a discovery already made: a front end discovers first, names the
+/// authorization server to the user, and only then goes on to the browser with this.
+pub async fn sign_in_discovered(
+    http: &AuthHttp,
+    discovery: Discovery,
+    challenge: Option<&BearerChallenge>,
+    previous: Option<&StoredAuth>,
+    options: &SignInOptions,
+) -> Result<Authorization, AuthError> {
     // Scopes asked for earlier at the same authorization server are kept (step-up).
     let previous = previous.filter(|p| p.issuer == discovery.issuer());
     let mut scopes = select_scopes(challenge, discovery.resource_metadata.as_ref(), &options.client.scopes);
@@ -330,6 +356,32 @@ mod tests {
         assert_eq!(select_scopes(Some(&challenge(&[])), Some(&prm), &[]), vec!["read", "write"]);
         assert!(select_scopes(None, None, &[]).is_empty());
         assert_eq!(select_scopes(None, None, &["extra".into()]), vec!["extra"]);
+    }
+
+    #[test]
+    fn the_host_named_before_the_browser_opens_is_the_authorization_endpoints() {
+        let mut discovery = Discovery {
+            resource: "https://mcp.example.com/mcp".into(),
+            resource_metadata: None,
+            resource_metadata_url: None,
+            auth_server: super::super::AuthServerMetadata {
+                issuer: "https://issuer.example".into(),
+                authorization_endpoint: "https://login.example.org/oauth/authorize?x=1".into(),
+                token_endpoint: "https://issuer.example/token".into(),
+                registration_endpoint: None,
+                scopes_supported: None,
+                code_challenge_methods_supported: None,
+                token_endpoint_auth_methods_supported: None,
+                client_id_metadata_document_supported: false,
+                authorization_response_iss_parameter_supported: false,
+            },
+            auth_server_metadata_url: None,
+        };
+        assert_eq!(authorization_host(&discovery), "login.example.org");
+        discovery.auth_server.authorization_endpoint = "http://127.0.0.1:8123/authorize".into();
+        assert_eq!(authorization_host(&discovery), "127.0.0.1:8123");
+        discovery.auth_server.authorization_endpoint = "not a url".into();
+        assert_eq!(authorization_host(&discovery), "not a url");
     }
 
     #[test]

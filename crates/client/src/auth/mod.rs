@@ -42,11 +42,13 @@ pub mod tokens;
 
 pub use browser::{OpenBrowser, open_in_browser, open_with_browser_var};
 pub use challenge::{BearerChallenge, Challenge, parse_challenges};
-pub use discovery::{AuthServerMetadata, Discovery, ResourceMetadata, canonical_resource, discover};
+pub use discovery::{
+    AuthServerMetadata, Discovery, ResourceMetadata, canonical_resource, discover, discover_published,
+};
 pub use error::AuthError;
 pub use flow::{
-    Authorization, PendingAuthorization, SignInOptions, authorization_for, exchange_code, refresh, select_scopes,
-    sign_in, step_up_scopes,
+    Authorization, PendingAuthorization, SignInOptions, authorization_for, authorization_host, exchange_code, refresh,
+    select_scopes, sign_in, sign_in_discovered, step_up_scopes,
 };
 pub use http::AuthHttp;
 pub use keyring::{KeyringStore, default_store};

@@ -4,10 +4,10 @@
 //!
 //! A Client ID Metadata Document is an https URL the authorization server fetches. The desktop
 //! app cannot serve one itself (it runs on the user's machine, which no authorization server
-//! can reach); it needs a static document the project publishes on a site of its own, listing
-//! the loopback redirect URI. Until there is one, [`ClientConfig::metadata_document`] is unset
-//! and CIMD-only servers need a pre-registered `clientId`; a front end (or the conformance
-//! adapter) that has such a URL sets it.
+//! can reach): the document is static, published on a site of the user's or the project's,
+//! listing the loopback redirect URI, and its URL is the config's `oauth.clientMetadataUrl`
+//! ([`ClientConfig::metadata_document`]). Without one, CIMD-only servers need a pre-registered
+//! `clientId`.
 
 use reqwest::StatusCode;
 use serde::{Deserialize, Serialize};
