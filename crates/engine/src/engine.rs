@@ -175,6 +175,12 @@ impl Engine {
         Ok(self.server(name)?.log())
     }
 
+    /// The directories `name` is granted, as the roots it is told (`crate::roots`).
+    pub fn roots_for(&self, name: &str) -> Result<Vec<taskdeck_protocol::types::Root>> {
+        self.server(name)?;
+        Ok(self.hub.roots_for(name))
+    }
+
     pub async fn tools(&self, server: &str) -> Result<Vec<ToolInfo>> {
         let session = self.server(server)?.session(self.hub.opts.server_wait).await?;
         let tools = session.list_tools().await?;

@@ -92,6 +92,11 @@ impl Hub {
         }
     }
 
+    /// The roots `server` is granted: what a roots input request is answered with (`crate::roots`).
+    pub fn roots_for(&self, server: &str) -> Vec<taskdeck_protocol::types::Root> {
+        crate::roots::roots_for(&self.servers, server)
+    }
+
     /// Makes the task's remote id routable; what came for it early goes to its driver.
     pub fn register_remote(&self, rec: &TaskRecord) {
         for q in self.live.register_remote(rec) {
@@ -139,6 +144,9 @@ impl Hub {
             }
             SessionEvent::QuestionWithdrawn { key } => self.live.withdraw(&key),
             SessionEvent::ToolsChanged => self.gate.announce(EngineEvent::ToolsChanged { server: server.to_owned() }),
+            SessionEvent::ElicitationComplete { elicitation_id } => {
+                crate::url_mode::complete(self, server, &elicitation_id)
+            }
             _ => {}
         }
     }
@@ -237,6 +245,10 @@ impl Router for HubRouter {
                 hub.live.open_question(&rec.id, LiveQuestion { key: QuestionKey::Request(id), connection: key });
             }
         }
+    }
+
+    fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
+        self.0.upgrade()?.live.task_of_log(server, remote)
     }
 
     fn has_unfinished(&self, server: &str) -> bool {

@@ -28,8 +28,10 @@ mod live;
 pub mod lock;
 pub mod logs;
 mod options;
+pub mod roots;
 mod servers;
 pub mod supervisor;
+mod url_mode;
 mod validate;
 
 pub use config::{ServerConfig, ServerSettings, UnreadableEntry};

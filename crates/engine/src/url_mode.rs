@@ -1,0 +1,129 @@
+//! URL-mode elicitation, finished (2025-11-25): a plain call the server refuses with `-32042`
+//! (URL elicitation required) becomes the URL question it carries, and is sent again once the user
+//! says they finished on the page; `notifications/elicitation/complete` closes the matching URL
+//! question as finished, so the task goes on without the user pressing anything.
+//!
+//! A `-32042` means the server did nothing with the call, so sending it again breaks no "sent
+//! once" promise. The rounds are bounded: a server that asks again and again ends the task.
+
+use serde_json::Value;
+use taskdeck_client::{Asks, ClientError, Question, QuestionKey, QuestionRequest};
+use taskdeck_protocol::elicitation::{ElicitAction, ElicitResult};
+use taskdeck_protocol::{codes, methods};
+use taskdeck_store::{Answer, TaskRecord, TaskStatus, Update};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::hub::Hub;
+use crate::live::{AnswerMsg, DriverMsg};
+
+/// How many times one call may be sent again after the server asked for a URL first.
+pub(crate) const MAX_ROUNDS: usize = 3;
+
+/// The URL question a `-32042` refusal carries: the first of its `data.elicitations` (once it is
+/// finished and the call sent again, the server names what is still missing). `None` for any other
+/// error, or one whose elicitation is not a URL question Taskdeck can show.
+pub(crate) fn required_question(e: &ClientError, round: usize) -> Option<Question> {
+    let error = e.rpc_error()?;
+    if error.code != codes::URL_ELICITATION_REQUIRED {
+        return None;
+    }
+    let first = error.data.as_ref()?.get("elicitations")?.as_array()?.first()?.clone();
+    let id =
+        first.get("elicitationId").and_then(Value::as_str).unwrap_or_default().chars().take(256).collect::<String>();
+    // Not a key the server chose: the server asked nothing of a task, and no `tasks/update` answers it.
+    let key = QuestionKey::InputKey(format!("taskdeck/url-required/{round}/{id}"));
+    let request = QuestionRequest { method: methods::ELICITATION_CREATE.into(), params: first };
+    let q = Question::decode(key, None, request);
+    matches!(q.asks, Asks::Url { .. }).then_some(q)
+}
+
+pub(crate) enum Consent {
+    /// The user (or the server's completion notice) says the page is finished: send the call again.
+    Finished,
+    /// Declined or dismissed: the call ends with the server's refusal.
+    Refused,
+    /// The task ended meanwhile (cancelled), or nobody drives it any more.
+    Over,
+}
+
+/// Asks `q` on the task and waits for the answer the driver queue brings.
+pub(crate) async fn wait_for_consent(
+    hub: &Hub,
+    rec: &TaskRecord,
+    q: Question,
+    rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
+) -> Consent {
+    let key = q.key.clone();
+    hub.record_question(&rec.id, &rec.server, q);
+    loop {
+        match rx.recv().await {
+            Some(DriverMsg::Answer(a)) if a.key == key => {
+                let finished = a.response.action == ElicitAction::Accept;
+                let response = serde_json::to_value(&a.response).unwrap_or_default();
+                let outcome = hub.gate.apply(&rec.id, Update::Answer(Answer { key: key.to_text(), response }));
+                hub.live.close_question(&rec.id);
+                let recorded = outcome.is_ok();
+                let _ = a.reply.send(outcome);
+                return match (recorded, finished) {
+                    (true, true) => Consent::Finished,
+                    (true, false) => Consent::Refused,
+                    (false, _) => Consent::Over,
+                };
+            }
+            Some(DriverMsg::Answer(a)) => {
+                let e = taskdeck_store::StoreError::Refused {
+                    id: rec.id.clone(),
+                    current: TaskStatus::InputRequired,
+                    attempted: taskdeck_store::Attempt::Answer,
+                    reason: "the task is no longer waiting for this answer".into(),
+                };
+                let _ = a.reply.send(Err(e.into()));
+            }
+            // Nothing is in flight on the server: a question now is no call's, and declined there.
+            Some(DriverMsg::Question(other)) => hub.record_question(&rec.id, &rec.server, *other),
+            Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {
+                if hub.gate.get(&rec.id).map_or(true, |r| r.status.is_terminal()) {
+                    return Consent::Over;
+                }
+            }
+            None => return Consent::Over,
+        }
+    }
+}
+
+/// `notifications/elicitation/complete`: the task of `server` whose pending URL question has this
+/// elicitation id is answered as finished, through its driver like the user's answer would be.
+pub(crate) fn complete(hub: &Hub, server: &str, elicitation_id: &str) {
+    let tasks = match hub.gate.store().non_terminal() {
+        Ok(tasks) => tasks,
+        Err(e) => return tracing::warn!(server, "the tasks waiting for a page could not be read: {e}"),
+    };
+    let matching = tasks.into_iter().find(|r| {
+        r.server == server
+            && r.status == TaskStatus::InputRequired
+            && matches!(r.question.as_ref().map(|q| &q.asks), Some(Asks::Url { elicitation_id: id, .. }) if id == elicitation_id)
+    });
+    let Some(rec) = matching else {
+        return tracing::debug!(server, "a completed URL elicitation no pending question waits for");
+    };
+    let Some(stored) = rec.question.as_ref().map(|q| q.key.clone()) else { return };
+    let key = match stored {
+        k @ QuestionKey::InputKey(_) => k,
+        // A legacy question is answered on the connection that asked it, if that is still open.
+        QuestionKey::Request(_) => match hub.live.question(&rec.id) {
+            Some(live) if live.connection.is_some() && live.connection == hub.servers.connection(server) => live.key,
+            _ => return tracing::debug!(server, task = %rec.id, "completed URL question not open on this connection"),
+        },
+    };
+    let response = ElicitResult { action: ElicitAction::Accept, content: None, extra: Default::default() };
+    let (reply, replied) = oneshot::channel();
+    if hub.live.send(&rec.id, DriverMsg::Answer(Box::new(AnswerMsg { key, response, reply }))).is_err() {
+        return tracing::debug!(server, task = %rec.id, "completed URL question without a driver");
+    }
+    let id = rec.id.clone();
+    tokio::spawn(async move {
+        if let Ok(Err(e)) = replied.await {
+            tracing::info!(task = %id, "the server's completion of a URL question was not recorded: {e}");
+        }
+    });
+}
