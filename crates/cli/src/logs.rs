@@ -61,6 +61,7 @@ fn human(line: &LogLine) -> String {
         (source, _) => source.to_owned(),
     };
     let logger = line.logger.as_deref().map(|l| format!("[{l}] ")).unwrap_or_default();
-    let task = line.task.as_deref().map(|t| format!(" (task {})", t.chars().take(8).collect::<String>())).unwrap_or_default();
+    let task =
+        line.task.as_deref().map(|t| format!(" (task {})", t.chars().take(8).collect::<String>())).unwrap_or_default();
     format!("{} {source:<9} {logger}{}{task}", line.at, line.text.replace(['\n', '\r'], " "))
 }

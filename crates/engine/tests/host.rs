@@ -26,14 +26,19 @@ async fn open(dir: &Path) -> Engine {
     Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
 }
 
-/// Runs `tool` once its server lists it (the reference server registers tools after `initialized`).
-async fn run_to_end(engine: &Engine, tool: &str) -> TaskRecord {
+/// Waits until the server lists `tool` (the reference server registers tools after `initialized`).
+async fn wait_tool(engine: &Engine, tool: &str) {
     for _ in 0..100 {
         if engine.tools("everything").await.unwrap().iter().any(|t| t.name == tool) {
-            break;
+            return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Runs `tool` once its server lists it.
+async fn run_to_end(engine: &Engine, tool: &str) -> TaskRecord {
+    wait_tool(engine, tool).await;
     let rec = engine.run("everything", tool, json!({})).await.unwrap();
     tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()))
         .await
@@ -114,4 +119,102 @@ async fn mcp_log_entries_are_kept_with_their_levels_at_the_configured_level() {
     assert!(log.iter().any(|l| l.text == "asked for log entries of level debug and above"), "{log:#?}");
     assert!(LogLevel::Emergency > LogLevel::Debug);
     engine.shutdown().await;
+}
+
+async fn wait_for(engine: &Engine, id: &str, done: impl Fn(&TaskRecord) -> bool) -> TaskRecord {
+    tokio::time::timeout(Duration::from_secs(30), engine.wait(id, done)).await.unwrap().unwrap()
+}
+
+#[tokio::test]
+async fn a_call_refused_with_32042_asks_for_the_page_and_is_sent_again_once_it_is_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), json!({}));
+    let engine = open(dir.path()).await;
+    wait_tool(&engine, "trigger-url-elicitation").await;
+    let args = json!({"url": "https://example.com/authorize", "message": "Sign in to Example", "errorPath": true});
+    let rec = engine.run("everything", "trigger-url-elicitation", args).await.unwrap();
+    // The refusal's prerequisite is asked first, as a URL question on the call.
+    let asked = wait_for(&engine, &rec.id, |r| r.status == TaskStatus::InputRequired).await;
+    let q = asked.question.clone().unwrap();
+    assert!(
+        matches!(&q.asks, taskdeck_client::Asks::Url { url, .. } if url.starts_with("https://modelcontextprotocol.io")),
+        "{q:#?}"
+    );
+    engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(Default::default())).await.unwrap();
+    // Sent again, the call asks its own page this time (the request path).
+    let again = wait_for(&engine, &rec.id, |r| {
+        r.status == TaskStatus::InputRequired
+            && r.question.as_ref().is_some_and(|q| q.key != asked.question.as_ref().unwrap().key)
+    })
+    .await;
+    assert!(
+        matches!(&again.question.as_ref().unwrap().asks, taskdeck_client::Asks::Url { url, .. } if url == "https://example.com/authorize")
+    );
+    engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(Default::default())).await.unwrap();
+    let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+    assert!(text_of(&done).contains("User completed the URL elicitation flow"), "{done:#?}");
+    let kinds: Vec<String> = engine.events(&rec.id).unwrap().iter().map(|e| e.kind.as_str().to_owned()).collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "answer").count(), 2, "{kinds:?}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_call_refused_with_32042_and_declined_fails_with_the_servers_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), json!({}));
+    let engine = open(dir.path()).await;
+    wait_tool(&engine, "trigger-url-elicitation").await;
+    let args = json!({"url": "https://example.com/decline", "errorPath": true});
+    let rec = engine.run("everything", "trigger-url-elicitation", args).await.unwrap();
+    wait_for(&engine, &rec.id, |r| r.status == TaskStatus::InputRequired).await;
+    engine.answer(&rec.id, taskdeck_engine::AnswerInput::Decline).await.unwrap();
+    let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    let error = done.error.unwrap();
+    assert_eq!(error.code, Some(-32042));
+    assert!(error.message.contains("was not finished"), "{error:?}");
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_servers_completion_notice_closes_the_url_question_without_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/url_complete_server.py");
+    write_servers_config(&dir.path().join("servers.json"), [("url", json!({"command": "python3", "args": [script]}))]);
+    let engine = open(dir.path()).await;
+    let rec = engine.run("url", "connect", json!({})).await.unwrap();
+    let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+    assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    assert_eq!(done.result.as_ref().unwrap()["content"][0]["text"], "answered: accept");
+    let kinds: Vec<String> = engine.events(&rec.id).unwrap().iter().map(|e| e.kind.as_str().to_owned()).collect();
+    assert!(kinds.contains(&"question".to_owned()) && kinds.contains(&"answer".to_owned()), "{kinds:?}");
+
+    // A completion for an elicitation nobody here waits on changes nothing: the question stays.
+    let rec = engine.run("url", "connect", json!({"other": true})).await.unwrap();
+    wait_for(&engine, &rec.id, |r| r.status == TaskStatus::InputRequired).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(engine.get(&rec.id).unwrap().status, TaskStatus::InputRequired);
+    engine.cancel(&rec.id).await.unwrap();
+    engine.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_demo_servers_log_entries_name_their_task_in_both_eras() {
+    for era in ["legacy", "modern"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entry = taskdeck_test_support::demo_server_entry(&dir.path().join("state"));
+        entry["era"] = json!(era);
+        write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+        let engine = open(dir.path()).await;
+        let rec = engine.run("demo", "generate_report", json!({"topic": "tides", "seconds": 0.4})).await.unwrap();
+        let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+        assert_eq!(done.status, TaskStatus::Completed, "{era}: {done:#?}");
+        let log = engine.server_log("demo").unwrap();
+        let mine: Vec<_> = log.iter().filter(|l| l.task.as_deref() == Some(rec.id.as_str())).collect();
+        assert_eq!(mine.len(), 4, "{era}: one entry per stage: {log:#?}");
+        assert!(mine.iter().all(|l| l.source == "mcp" && l.level == Some(LogLevel::Info)), "{mine:#?}");
+        assert_eq!(mine[0].logger.as_deref(), Some("demo.report"));
+        assert!(mine[0].text.starts_with("stage 1 of 4: Collecting sources"), "{:?}", mine[0]);
+        engine.shutdown().await;
+    }
 }
