@@ -69,6 +69,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<ServerPhase>(&cfg),
         render::<AuthState>(&cfg),
         render::<LogLine>(&cfg),
+        render::<taskdeck_engine::logs::LogLevel>(&cfg),
         render::<ToolInfo>(&cfg),
         render::<serde_json::Value>(&cfg),
     ]

@@ -823,7 +823,7 @@ pub async fn next_config_change(path: &Path, last: &ConfigStamp, every: Duration
 /// The config file's text: refused unread when it is not a regular file (a named pipe would block
 /// the read forever, a device never end it) and when it is over [`MAX_CONFIG_BYTES`], however it
 /// grows while being read.
-fn read_limited(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_limited(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     taskdeck_store::private_fs::check_regular(path)?;
     let file = std::fs::File::open(path)?;

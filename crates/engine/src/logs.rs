@@ -371,11 +371,25 @@ pub struct ServerLogReader {
     offset: u64,
     /// A line the writer had not finished when last read.
     partial: String,
+    /// Which file was read (its inode, on Unix): a rotation that grew the new file past the old
+    /// position before the next read is still noticed.
+    identity: Option<u64>,
+}
+
+#[cfg(unix)]
+fn identity(meta: &std::fs::Metadata) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    Some(meta.ino())
+}
+
+#[cfg(not(unix))]
+fn identity(_meta: &std::fs::Metadata) -> Option<u64> {
+    None
 }
 
 impl ServerLogReader {
     pub fn new(log_dir: &Path, server: &str) -> ServerLogReader {
-        ServerLogReader { file: ServerLogFile::new(log_dir, server), offset: 0, partial: String::new() }
+        ServerLogReader { file: ServerLogFile::new(log_dir, server), offset: 0, partial: String::new(), identity: None }
     }
 
     /// Every line kept on disk, oldest first (the rotated file, then the current one), and the
@@ -391,11 +405,14 @@ impl ServerLogReader {
     /// The lines appended since the last read.
     pub fn read_new(&mut self) -> Vec<LogLine> {
         let Ok(mut file) = File::open(&self.file.path) else { return Vec::new() };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < self.offset {
+        let Ok(meta) = file.metadata() else { return Vec::new() };
+        let len = meta.len();
+        let id = identity(&meta);
+        if len < self.offset || id != self.identity {
             // Rotated: what was left unread of the old file is in `.log.1` now; the new file is read whole.
             self.offset = 0;
             self.partial.clear();
+            self.identity = id;
         }
         // A reader that starts on a full file skips to its last SERVER_LOG_BYTES like `tail`.
         let start = self.offset.max(len.saturating_sub(SERVER_LOG_BYTES));
@@ -530,6 +547,60 @@ mod tests {
         let tail = ServerLogFile::new(dir.path(), "loud").tail(2000);
         assert_eq!(tail.last().unwrap().at, "299");
         assert!(tail.len() > 100);
+    }
+
+    #[test]
+    fn an_mcp_entry_keeps_its_level_logger_and_task_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = ServerLogFile::new(dir.path(), "demo");
+        let data = serde_json::json!({"step": 2, "note": "line one\nline two\tend"});
+        file.append(&LogLine::mcp("t1".into(), "warning", Some("db"), &data, Some("task-1".into())));
+        file.append(&LogLine::mcp("t2".into(), "loud", None, &Value::from("said\nagain"), None));
+        file.append(&line(3));
+        let text = std::fs::read_to_string(dir.path().join("servers/demo.log")).unwrap();
+        assert_eq!(text.lines().count(), 3, "a server's newlines never make lines of their own: {text}");
+        let back = ServerLogFile::new(dir.path(), "demo").tail(10);
+        assert_eq!(back[0].source, "mcp");
+        assert_eq!(back[0].level, Some(LogLevel::Warning));
+        assert_eq!(back[0].logger.as_deref(), Some("db"));
+        assert_eq!(back[0].task.as_deref(), Some("task-1"));
+        assert_eq!(back[0].text, r#"{"step":2,"note":"line one\nline two\tend"}"#);
+        assert_eq!((back[1].level, back[1].text.as_str()), (None, "[level loud] said\nagain"));
+        assert_eq!(back[2].source, "stderr");
+    }
+
+    #[test]
+    fn an_mcp_entry_is_cut_to_the_line_bound_whatever_its_data() {
+        let huge = Value::from("é".repeat(3_000_000));
+        let entry = LogLine::mcp("t".into(), "info", Some(&"l".repeat(10_000)), &huge, None);
+        assert!(entry.text.len() <= limits::LOG_LINE_BYTES && entry.text.ends_with('…'));
+        assert_eq!(entry.logger.unwrap().chars().count(), LOGGER_CHARS);
+        let deep = serde_json::json!({"a": vec![1; 100_000]});
+        assert!(LogLine::mcp("t".into(), "info", None, &deep, None).text.len() <= limits::LOG_LINE_BYTES);
+    }
+
+    #[test]
+    fn a_reader_without_the_engine_gets_every_line_then_only_new_ones_through_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = ServerLogFile::new(dir.path(), "demo");
+        let mut reader = ServerLogReader::new(dir.path(), "demo");
+        assert!(reader.read_all().is_empty(), "no file yet");
+        for n in 0..3 {
+            file.append(&line(n));
+        }
+        assert_eq!(reader.read_all().len(), 3);
+        assert!(reader.read_new().is_empty());
+        file.append(&line(3));
+        assert_eq!(reader.read_new().iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["line 3\twith a tab"]);
+        // Past the size bound the file is moved aside and started again: the reader starts it too.
+        let big = "x".repeat(4000);
+        let mut seen = 0;
+        for n in 0..400 {
+            file.append(&LogLine::plain(n.to_string(), "stderr", big.clone()));
+            seen += reader.read_new().len();
+        }
+        assert!(dir.path().join("servers/demo.log.1").exists());
+        assert_eq!(seen, 400, "every line was read once");
     }
 
     #[test]

@@ -391,6 +391,11 @@ impl Server {
         self.router.server_log(&self.config.name, line);
     }
 
+    /// The directories the user grants the server now.
+    pub fn granted_paths(&self) -> Vec<PathBuf> {
+        lock(&self.grants).roots.clone()
+    }
+
     /// The roots the user grants the server now, as MCP roots.
     pub fn roots(&self) -> Vec<taskdeck_protocol::types::Root> {
         crate::roots::as_roots(&lock(&self.grants).roots)
