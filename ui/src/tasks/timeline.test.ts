@@ -176,7 +176,7 @@ describe('the server log entries in a task timeline', () => {
 
   it('makes what the server sent inert and bounded', () => {
     const said = logWording(entry('\u001b[2Jhello\u202e' + 'x'.repeat(1000), 'info', 0)).text;
-    expect(said).not.toMatch(/[\u001b\u202e]/);
+    expect(said.includes('\u001b') || said.includes('\u202e')).toBe(false);
     expect(said.length).toBeLessThan(400);
   });
 
