@@ -24,11 +24,18 @@ pub async fn logs(paths: &Paths, server: &str, follow: bool, json: bool) -> Resu
     }
     let mut reader = ServerLogReader::new(&paths.log_dir(), server);
     print(&reader.read_all(), json);
-    while follow {
-        tokio::time::sleep(FOLLOW_EVERY).await;
-        print(&reader.read_new(), json);
+    if !follow {
+        return Ok(EXIT_COMPLETED);
     }
-    Ok(EXIT_COMPLETED)
+    // Interrupting is how a follow ends: what was printed is the whole answer, so exit 0.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(FOLLOW_EVERY) => print(&reader.read_new(), json),
+            _ = &mut ctrl_c => return Ok(EXIT_COMPLETED),
+        }
+    }
 }
 
 fn print(lines: &[LogLine], json: bool) {

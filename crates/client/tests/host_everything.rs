@@ -49,7 +49,8 @@ async fn the_log_level_and_a_changed_grant_reach_the_server_in_schema() {
     let rec = Recorder::new();
     let root = |uri: &str, name: &str| Root { uri: uri.into(), name: Some(name.into()) };
     let handler = Arc::new(Granting { roots: Mutex::new(vec![root("file:///srv/a", "a")]), rec: rec.clone() });
-    let session = Session::connect(&tapped(everything_spec(), &log), SessionOptions::default(), handler.clone()).await.unwrap();
+    let session =
+        Session::connect(&tapped(everything_spec(), &log), SessionOptions::default(), handler.clone()).await.unwrap();
     assert_eq!(session.era(), Era::Legacy);
     assert!(session.declares_logging(), "the reference server declares logging");
     assert!(session.set_log_level("warning").await.unwrap(), "sent to a legacy server that declares logging");

@@ -128,7 +128,7 @@ impl LogLine {
 }
 
 /// At most `max` bytes of `s` on a character boundary, before the real bound cuts it with its mark:
-/// a 10 MB `data` is not copied whole only to be cut.
+/// a 10 MB string is not copied whole only to be cut.
 fn cut(s: &str, max: usize) -> String {
     let mut end = max.min(s.len());
     while !s.is_char_boundary(end) {

@@ -21,8 +21,7 @@ fn write_config(dir: &Path, extra: Value) -> PathBuf {
 }
 
 async fn open(dir: &Path) -> Engine {
-    let mut opts = EngineOptions::default();
-    opts.server_wait = Duration::from_secs(30);
+    let opts = EngineOptions { server_wait: Duration::from_secs(30), ..Default::default() };
     Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
 }
 
