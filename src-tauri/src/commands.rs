@@ -251,7 +251,7 @@ pub fn server_roots(state: State<'_, AppState>, name: String) -> Result<Vec<Stri
 pub async fn set_server_roots(state: State<'_, AppState>, name: String, roots: Vec<String>) -> Result<Vec<String>> {
     let engine = engine(&state)?;
     engine.granted_roots(&name)?;
-    taskdeck_engine::roots::write_grant(&state.paths.config, &name, &roots).map_err(EngineError::from)?;
+    taskdeck_engine::roots_edit::write_grant(&state.paths.config, &name, &roots).map_err(EngineError::from)?;
     let result = engine.reload_config().await;
     *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
     result?;

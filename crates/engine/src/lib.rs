@@ -29,6 +29,7 @@ pub mod lock;
 pub mod logs;
 mod options;
 pub mod roots;
+pub mod roots_edit;
 mod servers;
 pub mod supervisor;
 mod url_mode;

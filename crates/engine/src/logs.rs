@@ -1,5 +1,5 @@
 //! Logs a user can send: the `tracing` set-up the app and the CLI share (daily files in the log
-//! folder, see [`crate::config::Paths::log_dir`]), and each server's stderr in a file of its own, so
+//! folder, which `Paths::log_dir` of the config module names), and each server's stderr in a file of its own, so
 //! "Show log" still has the last lines after a restart. The entries a server sends as MCP log
 //! messages (`notifications/message`) join the same log, with their level (see [`LogLine::mcp`]):
 //! they are the server's own words like its stderr, read by the same person in the same place, and
@@ -46,6 +46,11 @@ pub struct LogLine {
     #[cfg_attr(feature = "ts", ts(optional))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// The server's id of the task an MCP entry names (its related-task `_meta`), kept beside
+    /// `task`: an entry sent the moment a task is made may come before Taskdeck knows whose it is.
+    #[cfg_attr(feature = "ts", ts(optional))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_task: Option<String>,
 }
 
 /// The syslog levels of MCP logging (RFC 5424), least severe first, so they compare by severity.
@@ -105,12 +110,19 @@ pub const LOGGER_CHARS: usize = 128;
 impl LogLine {
     /// A line of stderr or a note of Taskdeck's, cut to [`limits::LOG_LINE_BYTES`].
     pub fn plain(at: String, source: &'static str, text: String) -> LogLine {
-        LogLine { at, source, text: limits::log_line(text), level: None, logger: None, task: None }
+        LogLine { at, source, text: limits::log_line(text), level: None, logger: None, task: None, remote_task: None }
     }
 
     /// An MCP log entry as kept: `data` as text within the line bound, the level when it is one of
     /// the spec's (an unknown one is said in the text instead of being lost), the logger cut.
-    pub fn mcp(at: String, level: &str, logger: Option<&str>, data: &Value, task: Option<String>) -> LogLine {
+    pub fn mcp(
+        at: String,
+        level: &str,
+        logger: Option<&str>,
+        data: &Value,
+        task: Option<String>,
+        remote_task: Option<&str>,
+    ) -> LogLine {
         let parsed = LogLevel::parse(level);
         let mut text = match data {
             Value::String(s) => cut(s, limits::LOG_LINE_BYTES + 4),
@@ -123,7 +135,8 @@ impl LogLine {
             text = format!("[level {}] {text}", cut(level, 32));
         }
         let logger = logger.map(|l| l.chars().take(LOGGER_CHARS).collect::<String>()).filter(|l| !l.is_empty());
-        LogLine { at, source: "mcp", text: limits::log_line(text), level: parsed, logger, task }
+        let remote_task = remote_task.map(|r| r.chars().take(LOGGER_CHARS).collect());
+        LogLine { at, source: "mcp", text: limits::log_line(text), level: parsed, logger, task, remote_task }
     }
 }
 
@@ -147,6 +160,8 @@ struct McpOnDisk {
     logger: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    remote_task: Option<String>,
     text: String,
 }
 
@@ -310,6 +325,7 @@ fn on_disk(line: &LogLine) -> String {
             level: line.level,
             logger: line.logger.clone(),
             task: line.task.clone(),
+            remote_task: line.remote_task.clone(),
             text: line.text.clone(),
         };
         return serde_json::to_string(&entry).unwrap_or_default();
@@ -354,6 +370,7 @@ fn parse_line(line: &str) -> Option<LogLine> {
                 level: entry.level,
                 logger,
                 task: entry.task.map(|t| t.chars().take(LOGGER_CHARS).collect()),
+                remote_task: entry.remote_task.map(|t| t.chars().take(LOGGER_CHARS).collect()),
             });
         }
         _ => return None,
@@ -554,8 +571,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut file = ServerLogFile::new(dir.path(), "demo");
         let data = serde_json::json!({"step": 2, "note": "line one\nline two\tend"});
-        file.append(&LogLine::mcp("t1".into(), "warning", Some("db"), &data, Some("task-1".into())));
-        file.append(&LogLine::mcp("t2".into(), "loud", None, &Value::from("said\nagain"), None));
+        file.append(&LogLine::mcp("t1".into(), "warning", Some("db"), &data, Some("task-1".into()), Some("r-1")));
+        file.append(&LogLine::mcp("t2".into(), "loud", None, &Value::from("said\nagain"), None, None));
         file.append(&line(3));
         let text = std::fs::read_to_string(dir.path().join("servers/demo.log")).unwrap();
         assert_eq!(text.lines().count(), 3, "a server's newlines never make lines of their own: {text}");
@@ -564,6 +581,7 @@ mod tests {
         assert_eq!(back[0].level, Some(LogLevel::Warning));
         assert_eq!(back[0].logger.as_deref(), Some("db"));
         assert_eq!(back[0].task.as_deref(), Some("task-1"));
+        assert_eq!(back[0].remote_task.as_deref(), Some("r-1"));
         assert_eq!(back[0].text, r#"{"step":2,"note":"line one\nline two\tend"}"#);
         assert_eq!((back[1].level, back[1].text.as_str()), (None, "[level loud] said\nagain"));
         assert_eq!(back[2].source, "stderr");
@@ -572,11 +590,11 @@ mod tests {
     #[test]
     fn an_mcp_entry_is_cut_to_the_line_bound_whatever_its_data() {
         let huge = Value::from("é".repeat(3_000_000));
-        let entry = LogLine::mcp("t".into(), "info", Some(&"l".repeat(10_000)), &huge, None);
+        let entry = LogLine::mcp("t".into(), "info", Some(&"l".repeat(10_000)), &huge, None, None);
         assert!(entry.text.len() <= limits::LOG_LINE_BYTES && entry.text.ends_with('…'));
         assert_eq!(entry.logger.unwrap().chars().count(), LOGGER_CHARS);
         let deep = serde_json::json!({"a": vec![1; 100_000]});
-        assert!(LogLine::mcp("t".into(), "info", None, &deep, None).text.len() <= limits::LOG_LINE_BYTES);
+        assert!(LogLine::mcp("t".into(), "info", None, &deep, None, None).text.len() <= limits::LOG_LINE_BYTES);
     }
 
     #[test]

@@ -98,7 +98,7 @@ impl Servers {
                     by_name.insert(server.name.clone(), old);
                 }
                 // Granted roots and the log level are applied to the running server, not by a restart.
-                Some(old) if crate::roots::same_apart_from_grants(&old.config, server) => {
+                Some(old) if crate::roots_edit::same_apart_from_grants(&old.config, server) => {
                     old.regrant(server);
                     by_name.insert(server.name.clone(), old);
                 }

@@ -372,7 +372,7 @@ impl Server {
             .and_then(|r| r.get("taskId"))
             .and_then(serde_json::Value::as_str);
         let task = self.router.task_of_log(&self.config.name, remote);
-        let mut line = LogLine::mcp(now(), &entry.level, entry.logger.as_deref(), &entry.data, task);
+        let mut line = LogLine::mcp(now(), &entry.level, entry.logger.as_deref(), &entry.data, task, remote);
         line.text = limits::log_line(self.redact(std::mem::take(&mut line.text)));
         self.keep_line(line);
     }

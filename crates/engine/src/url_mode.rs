@@ -1,20 +1,20 @@
 //! URL-mode elicitation, finished (2025-11-25): a plain call the server refuses with `-32042`
 //! (URL elicitation required) becomes the URL question it carries, and is sent again once the user
-//! says they finished on the page; `notifications/elicitation/complete` closes the matching URL
-//! question as finished, so the task goes on without the user pressing anything.
+//! says they finished on the page. (`notifications/elicitation/complete`, which closes the matching
+//! URL question as finished so the task goes on by itself, is `Hub::complete_url_question`.)
 //!
 //! A `-32042` means the server did nothing with the call, so sending it again breaks no "sent
 //! once" promise. The rounds are bounded: a server that asks again and again ends the task.
 
 use serde_json::Value;
 use taskdeck_client::{Asks, ClientError, Question, QuestionKey, QuestionRequest};
-use taskdeck_protocol::elicitation::{ElicitAction, ElicitResult};
+use taskdeck_protocol::elicitation::ElicitAction;
 use taskdeck_protocol::{codes, methods};
 use taskdeck_store::{Answer, TaskRecord, TaskStatus, Update};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::hub::Hub;
-use crate::live::{AnswerMsg, DriverMsg};
+use crate::live::DriverMsg;
 
 /// How many times one call may be sent again after the server asked for a URL first.
 pub(crate) const MAX_ROUNDS: usize = 3;
@@ -89,41 +89,4 @@ pub(crate) async fn wait_for_consent(
             None => return Consent::Over,
         }
     }
-}
-
-/// `notifications/elicitation/complete`: the task of `server` whose pending URL question has this
-/// elicitation id is answered as finished, through its driver like the user's answer would be.
-pub(crate) fn complete(hub: &Hub, server: &str, elicitation_id: &str) {
-    let tasks = match hub.gate.store().non_terminal() {
-        Ok(tasks) => tasks,
-        Err(e) => return tracing::warn!(server, "the tasks waiting for a page could not be read: {e}"),
-    };
-    let matching = tasks.into_iter().find(|r| {
-        r.server == server
-            && r.status == TaskStatus::InputRequired
-            && matches!(r.question.as_ref().map(|q| &q.asks), Some(Asks::Url { elicitation_id: id, .. }) if id == elicitation_id)
-    });
-    let Some(rec) = matching else {
-        return tracing::debug!(server, "a completed URL elicitation no pending question waits for");
-    };
-    let Some(stored) = rec.question.as_ref().map(|q| q.key.clone()) else { return };
-    let key = match stored {
-        k @ QuestionKey::InputKey(_) => k,
-        // A legacy question is answered on the connection that asked it, if that is still open.
-        QuestionKey::Request(_) => match hub.live.question(&rec.id) {
-            Some(live) if live.connection.is_some() && live.connection == hub.servers.connection(server) => live.key,
-            _ => return tracing::debug!(server, task = %rec.id, "completed URL question not open on this connection"),
-        },
-    };
-    let response = ElicitResult { action: ElicitAction::Accept, content: None, extra: Default::default() };
-    let (reply, replied) = oneshot::channel();
-    if hub.live.send(&rec.id, DriverMsg::Answer(Box::new(AnswerMsg { key, response, reply }))).is_err() {
-        return tracing::debug!(server, task = %rec.id, "completed URL question without a driver");
-    }
-    let id = rec.id.clone();
-    tokio::spawn(async move {
-        if let Ok(Err(e)) = replied.await {
-            tracing::info!(task = %id, "the server's completion of a URL question was not recorded: {e}");
-        }
-    });
 }

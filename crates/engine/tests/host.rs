@@ -209,7 +209,14 @@ async fn the_demo_servers_log_entries_name_their_task_in_both_eras() {
         let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
         assert_eq!(done.status, TaskStatus::Completed, "{era}: {done:#?}");
         let log = engine.server_log("demo").unwrap();
-        let mine: Vec<_> = log.iter().filter(|l| l.task.as_deref() == Some(rec.id.as_str())).collect();
+        // The first stage's entry may come before the handle is known here: it names the server's id.
+        let remote = done.remote_task_id.clone().unwrap();
+        let mine: Vec<_> = log
+            .iter()
+            .filter(|l| l.task.as_deref() == Some(rec.id.as_str()) || l.remote_task.as_deref() == Some(remote.as_str()))
+            .collect();
+        assert!(mine.iter().all(|l| l.remote_task.as_deref() == Some(remote.as_str())), "{mine:#?}");
+        assert!(mine.iter().any(|l| l.task.as_deref() == Some(rec.id.as_str())), "resolved once known: {mine:#?}");
         assert_eq!(mine.len(), 4, "{era}: one entry per stage: {log:#?}");
         assert!(mine.iter().all(|l| l.source == "mcp" && l.level == Some(LogLevel::Info)), "{mine:#?}");
         assert_eq!(mine[0].logger.as_deref(), Some("demo.report"));

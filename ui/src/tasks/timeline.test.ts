@@ -189,5 +189,9 @@ describe('the server log entries in a task timeline', () => {
     expect(merged[1]!.elapsedMs).toBe(1000);
     expect(new Set(merged.map((l) => l.id)).size).toBe(merged.length);
     expect(withServerLog(lines, [], 't1', Date.parse(START))).toEqual(lines);
+    // One sent before the handle was known names the server's id only.
+    const early = { ...entry('stage 0', 'info', 0.5), task: undefined, remote_task: 'r-9' };
+    expect(withServerLog(lines, [early], 't1', Date.parse(START), 'r-9').map((l) => l.text)).toContain('The server noted: stage 0');
+    expect(withServerLog(lines, [early], 't1', Date.parse(START), null)).toHaveLength(lines.length);
   });
 });

@@ -256,13 +256,15 @@ export function logWording(line: LogLine): Said {
 }
 
 /**
- * The timeline with the server's log entries that name this task placed among its events by time
+ * The timeline with the server's log entries that name this task (by its id, or by `remoteId`, the
+ * server's) placed among its events by time
  * (an entry at the same moment as an event comes after it). Entries are not folded: each is its own
  * word. Only entries still in the server's log are here (the log is bounded), which is why they are
  * shown but never stored with the task.
  */
-export function withServerLog(lines: readonly Line[], log: readonly LogLine[], taskId: string, startedAt: number): Line[] {
-  const mine = log.filter((l) => l.source === 'mcp' && l.task === taskId);
+export function withServerLog(lines: readonly Line[], log: readonly LogLine[], taskId: string, startedAt: number, remoteId: string | null = null): Line[] {
+  // An entry sent the moment the task was made names only the server's id for it.
+  const mine = log.filter((l) => l.source === 'mcp' && (l.task === taskId || (remoteId !== null && l.remote_task === remoteId)));
   if (mine.length === 0) return [...lines];
   const out: Line[] = [];
   let i = 0;

@@ -30,4 +30,9 @@ logger?: string,
  * The local task an MCP entry names (its related-task `_meta`, or the plain call it came
  * during), whose timeline shows it too.
  */
-task?: string, };
+task?: string, 
+/**
+ * The server's id of the task an MCP entry names (its related-task `_meta`), kept beside
+ * `task`: an entry sent the moment a task is made may come before Taskdeck knows whose it is.
+ */
+remote_task?: string, };
