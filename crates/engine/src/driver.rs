@@ -128,101 +128,87 @@ async fn start(
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
 ) -> Step {
     let plain = rec.mode == Mode::Call;
+    if plain {
+        hub.live.call_started(&rec.server, &rec.id);
+    }
     let opts = StartOptions { progress_token: Some(rec.id.clone()), ttl_ms: None };
     let mut arguments = rec.arguments.clone();
     // The tool was looked up when the task was made, so this is the session's cached list.
     if let Ok(tool) = session.tool(&rec.tool).await {
         validate::integers_as_integers(&tool.input_schema, &mut arguments);
     }
-    // Sent again only after a -32042, which says the server did nothing with it (`url_mode`).
-    let mut url_rounds = 0;
-    loop {
-        if plain {
-            hub.live.call_started(&rec.server, &rec.id);
+    let call = session.start_tool(&rec.tool, arguments, &opts);
+    tokio::pin!(call);
+    // A plain call's question is answered while the call is in flight, and in turn with its
+    // result: an answer the server took is recorded before the result it led to.
+    let started = loop {
+        tokio::select! {
+            started = &mut call => break Some(started),
+            msg = rx.recv() => match msg {
+                Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
+                Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
+                // Reports are routed by remote id, which this task does not have yet.
+                Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {}
+                // The engine is shutting down: the call still ends, with its server.
+                None => break Some((&mut call).await),
+            },
         }
-        let arguments = arguments.clone();
-        let call = session.start_tool(&rec.tool, arguments, &opts);
-        tokio::pin!(call);
-        // A plain call's question is answered while the call is in flight, and in turn with its
-        // result: an answer the server took is recorded before the result it led to.
-        let started = loop {
-            tokio::select! {
-                started = &mut call => break Some(started),
-                msg = rx.recv() => match msg {
-                    Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
-                    Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
-                    // Reports are routed by remote id, which this task does not have yet.
-                    Some(DriverMsg::Snapshot(_) | DriverMsg::Wake) => {}
-                    // The engine is shutting down: the call still ends, with its server.
-                    None => break Some((&mut call).await),
-                },
-            }
-            // A plain call's question or answer the store could not take: what the call brings
-            // could not be recorded either.
-            if hub.gate.halted(&rec.id).is_some() {
-                break None;
-            }
-        };
-        if plain {
-            hub.live.call_ended(&rec.server, &rec.id);
+        // A plain call's question or answer the store could not take: what the call brings
+        // could not be recorded either.
+        if hub.gate.halted(&rec.id).is_some() {
+            break None;
         }
-        let Some(started) = started else { return Step::Halted };
-        let era = session.era();
-        return match started {
-            Ok(Started::Task(handle)) => {
-                let rec = match hub.gate.set_remote(
-                    &rec.id,
-                    era,
-                    Some(&handle.task_id),
-                    handle.ttl_ms,
-                    handle.poll_interval_ms,
-                ) {
-                    Ok(r) => r,
-                    Err(e @ EngineError::StoreUnwritable { .. }) => {
-                        tracing::debug!(task = %rec.id, "handle not recorded: {e}");
-                        return Step::Halted;
-                    }
-                    Err(e) => {
-                        tracing::debug!(task = %rec.id, "handle not recorded: {e}");
-                        return Step::Done;
-                    }
-                };
-                // The handle is older than any question that arrived before it was registered; applied
-                // after those, its `working` would take the question away again.
-                hub.report(&rec, &handle);
-                hub.register_remote(&rec);
-                follow(hub, session, &rec, &handle, rx).await
-            }
-            Ok(Started::Completed(result)) => {
-                let _ = hub.gate.set_remote(&rec.id, era, None, None, None);
-                let result = serde_json::to_value(&result).unwrap_or_default();
-                hub.gate.apply_quietly(&rec.id, Update::Completed { result, server_status: None });
-                Step::Done
-            }
-            Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
-            Err(e) if url_rounds < url_mode::MAX_ROUNDS && url_mode::required_question(&e, url_rounds).is_some() => {
-                let Some(q) = url_mode::required_question(&e, url_rounds) else { return Step::Done };
-                url_rounds += 1;
-                match url_mode::wait_for_consent(hub, rec, q, rx).await {
-                    url_mode::Consent::Finished => continue,
-                    url_mode::Consent::Refused => {
-                        let mut error = error_of(&e);
-                        error.message = format!("the page the server asked for was not finished: {}", error.message);
-                        hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
-                        Step::Done
-                    }
-                    url_mode::Consent::Over => Step::Done,
+    };
+    if plain {
+        hub.live.call_ended(&rec.server, &rec.id);
+    }
+    let Some(started) = started else { return Step::Halted };
+    let era = session.era();
+    match started {
+        Ok(Started::Task(handle)) => {
+            let rec = match hub.gate.set_remote(
+                &rec.id,
+                era,
+                Some(&handle.task_id),
+                handle.ttl_ms,
+                handle.poll_interval_ms,
+            ) {
+                Ok(r) => r,
+                Err(e @ EngineError::StoreUnwritable { .. }) => {
+                    tracing::debug!(task = %rec.id, "handle not recorded: {e}");
+                    return Step::Halted;
                 }
-            }
-            Err(e) => {
-                let mut error = error_of(&e);
-                if e.is_server_gone() {
-                    error.message = format!("the server stopped before answering: {e}");
+                Err(e) => {
+                    tracing::debug!(task = %rec.id, "handle not recorded: {e}");
+                    return Step::Done;
                 }
-                hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
-                Step::Done
+            };
+            // The handle is older than any question that arrived before it was registered; applied
+            // after those, its `working` would take the question away again.
+            hub.report(&rec, &handle);
+            hub.register_remote(&rec);
+            follow(hub, session, &rec, &handle, rx).await
+        }
+        Ok(Started::Completed(result)) => {
+            let _ = hub.gate.set_remote(&rec.id, era, None, None, None);
+            let result = serde_json::to_value(&result).unwrap_or_default();
+            hub.gate.apply_quietly(&rec.id, Update::Completed { result, server_status: None });
+            Step::Done
+        }
+        Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
+        // Nothing ran: the server wants a page finished first, then the call again (`url_mode`).
+        Err(e) if url_mode::is_url_required(&e) => match url_mode::finished_before_again(hub, rec, &e, rx).await {
+            true => Box::pin(start(hub, session, rec, rx)).await,
+            false => Step::Done,
+        },
+        Err(e) => {
+            let mut error = error_of(&e);
+            if e.is_server_gone() {
+                error.message = format!("the server stopped before answering: {e}");
             }
-        };
+            hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
+            Step::Done
+        }
     }
 }
 

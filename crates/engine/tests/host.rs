@@ -198,6 +198,30 @@ async fn the_servers_completion_notice_closes_the_url_question_without_the_user(
 }
 
 #[tokio::test]
+async fn a_server_that_keeps_asking_for_a_page_first_ends_the_call_after_three_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/url_complete_server.py");
+    write_servers_config(&dir.path().join("servers.json"), [("url", json!({"command": "python3", "args": [script]}))]);
+    let engine = open(dir.path()).await;
+    let rec = engine.run("url", "locked", json!({})).await.unwrap();
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        let asked = wait_for(&engine, &rec.id, |r| {
+            r.status == TaskStatus::InputRequired && r.question.as_ref().is_some_and(|q| !keys.contains(&q.key))
+        })
+        .await;
+        keys.push(asked.question.unwrap().key);
+        engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(Default::default())).await.unwrap();
+    }
+    let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+    assert_eq!(done.status, TaskStatus::Failed, "{done:#?}");
+    let error = done.error.unwrap();
+    assert!(error.message.contains("asked for a page first 3 times"), "{error:?}");
+    assert_eq!(error.code, Some(-32042));
+    engine.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_demo_servers_log_entries_name_their_task_in_both_eras() {
     for era in ["legacy", "modern"] {
         let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,8 @@
 `elicitation/create`) and then, as if the page had been finished in the browser, sends
 `notifications/elicitation/complete` for it after `delay` seconds without waiting for the answer.
 The call ends with the action it was answered with. `connect` with `other: true` completes an
-elicitation nobody asked, which must change nothing."""
+elicitation nobody asked, which must change nothing. `locked` refuses every call with -32042
+(URL elicitation required), however often the page is finished."""
 import json
 import sys
 import threading
@@ -36,8 +37,13 @@ for line in sys.stdin.buffer:
             "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
             "serverInfo": {"name": "url-complete", "version": "1"}}})
     elif method == "tools/list":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [{
-            "name": "connect", "inputSchema": {"type": "object", "properties": {"other": {"type": "boolean"}}}}]}})
+        send({"jsonrpc": "2.0", "id": mid, "result": {"tools": [
+            {"name": "connect", "inputSchema": {"type": "object", "properties": {"other": {"type": "boolean"}}}},
+            {"name": "locked", "inputSchema": {"type": "object"}}]}})
+    elif method == "tools/call" and (msg.get("params") or {}).get("name") == "locked":
+        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32042, "message": "Authorization required", "data": {
+            "elicitations": [{"mode": "url", "url": "https://example.com/unlock", "message": "Unlock",
+                              "elicitationId": "lock-%s" % mid}]}}})
     elif method == "tools/call":
         other = bool((msg.get("params") or {}).get("arguments", {}).get("other"))
         asked = "ask-%s" % mid
