@@ -162,11 +162,12 @@ async fn generate_report(run: &Run, args: &Map<String, Value>, start: i64) -> Re
     for stage in start..stages {
         let name = REPORT_STAGES[stage as usize];
         run.checkpoint(stage, name, true)?;
-        run.log("info", format!("stage {} of {stages}: {name} for {topic:?}", stage + 1));
         for s in 0..STEPS {
             run.pause(step).await?;
             run.progress(stage * STEPS + s + 1, total, format!("{name} ({}/{STEPS})", s + 1));
         }
+        // After the stage's steps, so the stage's status is the first word about it on any stream.
+        run.log("info", format!("finished stage {} of {stages}: {name} for {topic:?}", stage + 1));
     }
     run.checkpoint(stages, "Report ready", false)?;
 

@@ -244,7 +244,7 @@ async fn the_demo_servers_log_entries_name_their_task_in_both_eras() {
         assert_eq!(mine.len(), 4, "{era}: one entry per stage: {log:#?}");
         assert!(mine.iter().all(|l| l.source == "mcp" && l.level == Some(LogLevel::Info)), "{mine:#?}");
         assert_eq!(mine[0].logger.as_deref(), Some("demo.report"));
-        assert!(mine[0].text.starts_with("stage 1 of 4: Collecting sources"), "{:?}", mine[0]);
+        assert!(mine[0].text.starts_with("finished stage 1 of 4: Collecting sources"), "{:?}", mine[0]);
         engine.shutdown().await;
     }
 }

@@ -31,7 +31,7 @@ async function expectStagesInTimeline(driver, id, topic) {
   assert.ok(texts, `no log lines in the timeline of ${id}: ${JSON.stringify(await logLines(driver, id))}`);
   assert.deepEqual(
     texts,
-    ['Collecting sources', 'Reading', 'Drafting', 'Formatting'].map((stage, i) => `The server noted: stage ${i + 1} of 4: ${stage} for "${topic}"`),
+    ['Collecting sources', 'Reading', 'Drafting', 'Formatting'].map((stage, i) => `The server noted: finished stage ${i + 1} of 4: ${stage} for "${topic}"`),
   );
 }
 
