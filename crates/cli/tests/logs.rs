@@ -123,3 +123,36 @@ fn logs_follow_prints_new_lines_while_another_cli_holds_the_data_directory() {
         "{seen:#?}"
     );
 }
+
+#[test]
+fn a_hostile_servers_log_entries_reach_the_terminal_inert_and_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/hostile_logger.py");
+    let config = write_servers_config(
+        &dir.path().join("servers.json"),
+        [("loud", json!({"command": "python3", "args": [script]}))],
+    );
+    let data = dir.path().join("data");
+    let out = cli(&config, &data, &["run", "loud", "shout", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let text = cli(&config, &data, &["logs", "loud"]).output().unwrap();
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(!text.contains('\x1b') && !text.contains('\x07') && !text.contains('\u{202e}'), "{text:?}");
+    assert!(text.contains("\\u{1b}]0;pwned"), "escapes are shown, visibly: {text}");
+    // Every line is one of ours: the server's newline forged none.
+    assert!(!text.lines().any(|l| l.starts_with("2099-")), "{text}");
+    assert!(text.lines().all(|l| l.len() <= 4 * 1024 + 200), "every line within its bound");
+
+    let json = cli(&config, &data, &["logs", "loud", "--json"]).output().unwrap();
+    let lines = json_lines(&json.stdout);
+    let entries: Vec<&Value> = lines.iter().filter(|l| l["source"] == "mcp").collect();
+    assert_eq!(entries.len(), 3, "{lines:#?}");
+    assert_eq!(entries[0]["level"], "warning");
+    assert!(entries[0]["text"].as_str().unwrap().starts_with("\x1b]0;pwned"), "scripts get what was sent");
+    assert!(entries[1].get("level").is_none(), "an unknown level is no level: {}", entries[1]);
+    assert!(entries[1]["text"].as_str().unwrap().starts_with("[level \x1b[31mred] {"), "{}", entries[1]);
+    let long = entries[2]["text"].as_str().unwrap();
+    assert!(long.len() <= 4 * 1024 && long.ends_with('…'), "{}", long.len());
+}
