@@ -34,7 +34,8 @@ deps:
 	  $(SUDO) $(APT_GET) update -qq && $(SUDO) $(APT_GET) install -y -qq --no-install-recommends $$missing; \
 	fi
 
-# The reference servers the tests run against, pinned in tests/peers/package-lock.json.
+# The reference servers the tests run against, pinned in tests/peers/package-lock.json (the Python
+# one, FastMCP 4, in mk/peers-python.mk).
 peers: tests/peers/node_modules/.installed
 tests/peers/node_modules/.installed: tests/peers/package.json tests/peers/package-lock.json | deps
 	cd tests/peers && npm ci --no-audit --no-fund --loglevel=error
@@ -63,4 +64,4 @@ test: lint test-rust $(TEST_SUITES)
 
 clean:
 	cargo clean
-	rm -rf .cache tests/peers/node_modules tests/e2e/node_modules ui/node_modules ui/dist bench/node_modules
+	rm -rf .cache tests/peers/node_modules tests/peers/.venv tests/e2e/node_modules ui/node_modules ui/dist bench/node_modules

@@ -87,6 +87,8 @@ impl Pending {
             EngineEvent::ToolsChanged { server } => {
                 self.tools_changed.insert(server);
             }
+            // Followed by `notify::follow_settings`, which tells the windows at once.
+            EngineEvent::Settings { .. } => {}
         }
     }
 

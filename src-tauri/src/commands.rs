@@ -431,11 +431,11 @@ pub fn open_url(
     crate::os::open_url(&app, &url)
 }
 
-/// Also moves the tray's check mark and tells every listener, so the two switches agree.
+/// Also moves the tray's check mark and tells every listener, so the two switches agree; the
+/// choice is kept in the settings.
 #[tauri::command]
 pub fn set_notifications_muted(app: tauri::AppHandle, muted: bool) -> Result<()> {
-    crate::notify::set_muted(&app, muted);
-    Ok(())
+    Ok(crate::notify::set_muted(&app, muted)?)
 }
 
 #[tauri::command]
@@ -471,6 +471,23 @@ fn release_startup_memory() {
         // allocation and is safe to call from any thread at any time.
         unsafe { libc::malloc_trim(0) };
     });
+}
+
+/// The settings as `settings.json` holds them (the defaults without it). A file that cannot be
+/// read fails with code `settings`, naming it; it is never written over.
+#[tauri::command]
+pub fn get_settings(state: State<'_, AppState>) -> Result<taskdeck_engine::Settings> {
+    Ok(engine(&state)?.settings()?)
+}
+
+/// Replaces the sections given, keeps every other, and announces the change to every window and
+/// the tray (`settings-changed`). A value out of range fails with its pointer in `path`.
+#[tauri::command]
+pub fn update_settings(
+    state: State<'_, AppState>,
+    update: taskdeck_engine::SettingsUpdate,
+) -> Result<taskdeck_engine::Settings> {
+    Ok(engine(&state)?.update_settings(&update)?)
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod registry;
 pub mod rendering;
 #[cfg(test)]
 mod testing;
+mod theme;
 pub mod tray;
 pub mod window;
 
@@ -50,12 +51,17 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             let handle = app.handle().clone();
             window::build_main(&handle)?;
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
-            if let Err(e) = tray::build(&handle, false) {
+            let paused = notify::load_settings(&handle, engine.as_ref());
+            if let Err(e) = tray::build(&handle, paused) {
                 tracing::warn!("no tray icon: {e}");
             }
             notify::start(&handle);
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
+                notify::follow_settings(handle.clone(), engine.clone());
+                // Now, beside the first paint rather than before it (a pass over a big store takes
+                // seconds; what it removes leaves the list as it goes), then daily and on a change.
+                tauri::async_runtime::spawn(engine.clone().keep_history_within_policy());
                 bridge::watch_config(handle.clone(), engine.clone());
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
             }

@@ -16,7 +16,9 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::Serialize;
-use taskdeck_engine::{Engine, ListFilter, TaskRecord};
+use taskdeck_engine::{
+    Engine, EngineError, EngineEvent, ListFilter, NotificationSettings, Settings, SettingsUpdate, TaskRecord,
+};
 use taskdeck_protocol::TaskStatus;
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -28,6 +30,8 @@ use planner::{Planner, Step};
 pub const FOCUS_TASK_EVENT: &str = "focus-task";
 /// Emitted whenever notifications are paused or resumed, from the tray or from the webview itself.
 pub const MUTED_EVENT: &str = "notifications-muted";
+/// Emitted whenever the settings change, whoever changed them: its payload is the whole `Settings`.
+pub const SETTINGS_EVENT: &str = "settings-changed";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct FocusTask {
@@ -73,6 +77,8 @@ pub struct Watch {
     running: Mutex<usize>,
     /// Kept from window events: asking the window would wait on the main thread.
     pub window_focused: AtomicBool,
+    /// Which kinds of news are shown (the settings' `notifications`); paused is `UiState`'s.
+    kinds: Mutex<NotificationSettings>,
 }
 
 /// What changed in one observation.
@@ -146,8 +152,19 @@ pub fn on_task(app: &AppHandle, task: &TaskRecord) {
             return;
         }
     }
-    if let Some(alert) = alert_for(task) {
+    if let Some(alert) = alert_for(task)
+        && wanted(&lock(&watch.kinds), alert.kind)
+    {
         app.state::<Notifier>().send(alert);
+    }
+}
+
+/// Whether the user wants notifications of this kind.
+fn wanted(kinds: &NotificationSettings, kind: AlertKind) -> bool {
+    match kind {
+        AlertKind::Done => kinds.finished,
+        AlertKind::Failed => kinds.failed,
+        AlertKind::NeedsInput => kinds.needs_input,
     }
 }
 
@@ -208,11 +225,72 @@ fn worker(app: AppHandle, alerts: Receiver<Alert>) {
     }
 }
 
-/// Pauses or resumes notifications and tells everyone who shows that choice.
-pub fn set_muted(app: &AppHandle, muted: bool) {
-    lock(&app.state::<AppState>().ui).notifications_muted = muted;
+/// Pauses or resumes notifications (the tray's item, the status bar) and keeps the choice in the
+/// settings, whose change every window, and the tray, then follows ([`follow_settings`]). When the
+/// settings cannot be written (a broken file, which is never written over) the pause still holds
+/// for this run, and the error says why it will not last.
+pub fn set_muted(app: &AppHandle, muted: bool) -> Result<(), EngineError> {
+    show_muted(app, muted);
+    let state = app.state::<AppState>();
+    let Some(engine) = state.engine.as_ref() else { return Ok(()) };
+    let notifications = NotificationSettings { paused: muted, ..engine.settings()?.notifications };
+    engine.update_settings(&SettingsUpdate { notifications: Some(notifications), ..Default::default() })?;
+    Ok(())
+}
+
+/// Tells everyone who shows the pause, when it changed.
+fn show_muted(app: &AppHandle, muted: bool) {
+    let changed = {
+        let state = app.state::<AppState>();
+        let mut ui = lock(&state.ui);
+        std::mem::replace(&mut ui.notifications_muted, muted) != muted
+    };
     crate::tray::set_muted(app, muted);
-    let _ = app.emit(MUTED_EVENT, NotificationsMuted { muted });
+    if changed {
+        let _ = app.emit(MUTED_EVENT, NotificationsMuted { muted });
+    }
+}
+
+/// Reads the notification settings at start, before the tray is built and before any task is
+/// forwarded. Returns whether notifications are paused. A settings file that cannot be read leaves
+/// the defaults (and the file as it was), with a warning in the log.
+pub fn load_settings(app: &AppHandle, engine: Option<&Engine>) -> bool {
+    let settings = match engine.map(Engine::settings) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => {
+            tracing::warn!("settings not read, the defaults apply: {e}");
+            Settings::default()
+        }
+        None => Settings::default(),
+    };
+    *lock(&app.state::<Watch>().kinds) = settings.notifications;
+    lock(&app.state::<AppState>().ui).notifications_muted = settings.notifications.paused;
+    settings.notifications.paused
+}
+
+/// Follows every settings change the engine announces (from a window, the tray, another module's
+/// section): the pause and the kinds here, the tray's check mark, and the `settings-changed` event
+/// every window listens to. Runs for the life of the app.
+pub fn follow_settings(app: AppHandle, engine: Engine) {
+    let mut events = engine.subscribe();
+    tauri::async_runtime::spawn(async move {
+        use tokio::sync::broadcast::error::RecvError;
+        loop {
+            let settings = match events.recv().await {
+                Ok(EngineEvent::Settings { settings }) => *settings,
+                Ok(_) => continue,
+                // A change may have been among what was missed: read the file.
+                Err(RecvError::Lagged(_)) => match engine.settings() {
+                    Ok(s) => s,
+                    Err(_) => continue,
+                },
+                Err(RecvError::Closed) => return,
+            };
+            *lock(&app.state::<Watch>().kinds) = settings.notifications;
+            show_muted(&app, settings.notifications.paused);
+            let _ = app.emit(SETTINGS_EVENT, &settings);
+        }
+    });
 }
 
 /// What a task's state says to the user, cut to size and plain (see [`text`]); `None` when it says
@@ -262,6 +340,18 @@ mod tests {
     fn task(id: &str, status: &str, question: Option<&str>) -> TaskRecord {
         let question = question.map(|key| json!({"key": key, "request": {"method": "elicitation/create", "params": {"message": format!("Which one ({key})?")}}}));
         crate::testing::record(json!({"id": id, "status": status, "status_message": "Done", "question": question}))
+    }
+
+    #[test]
+    fn only_the_kinds_chosen_in_the_settings_are_shown() {
+        let all = NotificationSettings::default();
+        assert!(
+            wanted(&all, AlertKind::Done) && wanted(&all, AlertKind::Failed) && wanted(&all, AlertKind::NeedsInput)
+        );
+        let questions_only = NotificationSettings { finished: false, failed: false, ..Default::default() };
+        assert!(!wanted(&questions_only, AlertKind::Done));
+        assert!(!wanted(&questions_only, AlertKind::Failed));
+        assert!(wanted(&questions_only, AlertKind::NeedsInput));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::PathBuf;
 
 use serde_json::Value;
-use taskdeck_engine::{LogLine, ServerStatus, TaskEvent, ToolInfo};
+use taskdeck_engine::{LogLine, ServerStatus, Settings, SettingsUpdate, TaskEvent, ToolInfo};
 use ts_rs::{Config, Dependency, TS, TypeVisitor};
 
 use crate::commands::{self, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};

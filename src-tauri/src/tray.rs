@@ -29,10 +29,12 @@ pub fn build(app: &AppHandle, muted: bool) -> tauri::Result<()> {
         .on_menu_event(|app, event| match event.id.as_ref() {
             SHOW => crate::focus_main(app),
             MUTE => {
-                // The menu toggles the check mark itself; the state follows what it shows.
+                // The menu toggles the check mark itself; the setting follows what it shows.
                 if let Some(tray) = app.try_state::<Tray>() {
                     let muted = tray.mute.is_checked().unwrap_or(false);
-                    crate::notify::set_muted(app, muted);
+                    if let Err(e) = crate::notify::set_muted(app, muted) {
+                        tracing::warn!("the pause holds until Taskdeck quits: {e}");
+                    }
                 }
             }
             QUIT => crate::window::request_quit(app),

@@ -40,6 +40,7 @@ pub fn build_main(app: &AppHandle) -> tauri::Result<()> {
         return Ok(());
     };
     tauri::WebviewWindowBuilder::from_config(app, &config)?
+        .initialization_script(crate::theme::start_script(app))
         .on_navigation(crate::navigation::allow_navigation)
         .on_new_window(|url, _features| crate::navigation::refuse_new_window(url))
         .build()?;

@@ -13,6 +13,7 @@ use taskdeck_engine::{
     AuthState, EngineEvent, ErrorCode, LogLine, Mode, ServerPhase, ServerStatus, TaskError, TaskEvent, TaskRecord,
     ToolInfo,
 };
+use taskdeck_engine::{NotificationSettings, RetentionSettings, Settings, SettingsProblem, SettingsUpdate, Theme};
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
 use taskdeck_protocol::types::TaskSupport;
@@ -72,6 +73,12 @@ fn rendered() -> Vec<(String, String)> {
         render::<taskdeck_engine::logs::LogLevel>(&cfg),
         render::<ToolInfo>(&cfg),
         render::<serde_json::Value>(&cfg),
+        render::<Settings>(&cfg),
+        render::<SettingsUpdate>(&cfg),
+        render::<NotificationSettings>(&cfg),
+        render::<Theme>(&cfg),
+        render::<RetentionSettings>(&cfg),
+        render::<SettingsProblem>(&cfg),
     ]
 }
 

@@ -79,7 +79,8 @@ impl SessionHandler for ProbeGate {
 
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    /// How long to wait for `server/discover` before deciding the server is legacy.
+    /// How long to wait for `server/discover` before deciding a stdio server is legacy; over
+    /// HTTP the probe waits as long as any request (see [`Session::open`]).
     pub probe_timeout: Duration,
     /// Timeout of ordinary requests (handshake, listing, `tasks/get`, cancel, update).
     pub request_timeout: Duration,
@@ -228,6 +229,14 @@ impl Session {
             }
         }
         let connection = endpoint.connect(opts.max_frame)?;
+        // A legacy server over HTTP answers the `server/discover` probe at once, with an HTTP
+        // error: there, silence means a slow server (a cold start, a busy machine), not a legacy
+        // one, and taking it for legacy would run its tasks without the tasks extension. The
+        // short probe is for stdio, where a legacy server may leave an unknown request unanswered.
+        let opts = match endpoint {
+            Endpoint::Http(_) => SessionOptions { probe_timeout: opts.probe_timeout.max(opts.request_timeout), ..opts },
+            Endpoint::Stdio(_) => opts,
+        };
         let session = Self::connect_with(connection, opts, handler).await?;
         lock(&session.shared.state).resumption = resumption;
         Ok(session)

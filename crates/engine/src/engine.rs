@@ -67,6 +67,8 @@ pub enum AnswerInput {
 #[derive(Clone)]
 pub struct Engine {
     hub: Arc<Hub>,
+    /// `settings.json` of the data directory, with the channel its changes are announced on.
+    pub(crate) settings: Arc<crate::settings::SettingsFile>,
 }
 
 impl Engine {
@@ -88,7 +90,8 @@ impl Engine {
             .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
         let hub = Hub::new(store, paths, opts, config, lock);
         hub.servers.sign_ins.set_data_dir(hub.paths.data_dir.clone());
-        Ok(Engine { hub })
+        let settings = Arc::new(crate::settings::SettingsFile::in_dir(&hub.paths.data_dir));
+        Ok(Engine { hub, settings })
     }
 
     pub fn paths(&self) -> &Paths {

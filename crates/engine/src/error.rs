@@ -7,6 +7,7 @@ use taskdeck_store::StoreError;
 
 use crate::config::ConfigError;
 use crate::lock::LockError;
+use crate::settings::SettingsError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -18,6 +19,8 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Client(#[from] ClientError),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
     #[error("no server named {name:?} in the config (servers: {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
     UnknownServer { name: String, known: Vec<String> },
     #[error("server {server:?} is not available: {reason}")]
@@ -115,6 +118,9 @@ pub enum ErrorCode {
     InvalidUrl,
     /// The desktop would not open a link or a file.
     OpenFailed,
+    /// The settings file cannot be read (it is left as it is) or written, or a value is out of range
+    /// (its pointer is in `path`).
+    Settings,
 }
 
 impl ErrorCode {
@@ -149,6 +155,7 @@ impl ErrorCode {
             ErrorCode::NoResult => "no_result",
             ErrorCode::InvalidUrl => "invalid_url",
             ErrorCode::OpenFailed => "open_failed",
+            ErrorCode::Settings => "settings",
         }
     }
 }
@@ -205,6 +212,7 @@ impl EngineError {
             EngineError::Lock(_) => ErrorCode::DataDirLocked,
             EngineError::Store(e) => e.into(),
             EngineError::Client(e) => e.into(),
+            EngineError::Settings(_) => ErrorCode::Settings,
             EngineError::UnknownServer { .. } => ErrorCode::UnknownServer,
             EngineError::ServerUnavailable { .. } => ErrorCode::ServerUnavailable,
             EngineError::InvalidArguments { .. } => ErrorCode::InvalidArguments,
@@ -223,6 +231,7 @@ impl EngineError {
                 // The validator's display name for the root; a pointer says it with the empty string.
                 Some(if path == ROOT { "" } else { path.as_str() })
             }
+            EngineError::Settings(e) => e.path(),
             _ => None,
         }
     }

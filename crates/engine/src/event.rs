@@ -3,6 +3,7 @@
 use serde::Serialize;
 use taskdeck_store::TaskRecord;
 
+use crate::settings::Settings;
 use crate::supervisor::{LogLine, ServerStatus};
 
 /// Everything the engine publishes. Lagging subscribers should re-read the store.
@@ -23,5 +24,10 @@ pub enum EngineEvent {
     /// The server's tools changed; re-list them.
     ToolsChanged {
         server: String,
+    },
+    /// The settings changed (from any window, the tray, or another section's owner): the whole of
+    /// them as written, so every front end follows.
+    Settings {
+        settings: Box<Settings>,
     },
 }

@@ -28,9 +28,11 @@ mod live;
 pub mod lock;
 pub mod logs;
 mod options;
+mod retention;
 pub mod roots;
 pub mod roots_edit;
 mod servers;
+pub mod settings;
 pub mod supervisor;
 mod url_mode;
 mod validate;
@@ -41,6 +43,10 @@ pub use engine::{
 };
 pub use error::{EngineError, ErrorCode, Result, StoreFault};
 pub use history::{ExportFormat, PruneReport};
+pub use settings::{
+    NotificationSettings, RetentionSettings, Settings, SettingsError, SettingsFile, SettingsProblem, SettingsUpdate,
+    Theme,
+};
 pub use supervisor::{AuthState, LogLine, SIGN_IN_STORE_ENV, ServerPhase, ServerStatus};
 /// What [`ServerConfig::endpoint`] is made of, so that a front end needs no client crate to read it.
 pub use taskdeck_client::{Endpoint, HttpSpec, ServerSpec};

@@ -100,7 +100,8 @@ test('after a hard kill mid-task, a new instance finishes the report and asks th
     // ---- second life, same data dir and config ----
     app = await startApp({ dataDir, configPath });
     driver = app.driver;
-    // The pause is not kept across starts; the report still has seconds of work left on the server.
+    // The pause is kept across starts (settings.json); pausing again is harmless, and the report
+    // still has seconds of work left on the server.
     await waitFor(driver, '[data-testid="sidebar"]');
     await muteNotifications(driver);
     const done = await waitFor(driver, `[data-testid="task-row"][data-task-id="${reportId}"][data-status="completed"]`, 30000);

@@ -17,7 +17,7 @@ test('the app opens one Taskdeck window with the sidebar and the paths it was gi
     const labels = await Promise.all(
       (await sidebar.findElements(By.css('button'))).map((button) => button.getText()),
     );
-    assert.deepEqual(labels, ['Tasks', 'Servers', 'Tools']);
+    assert.deepEqual(labels, ['Tasks', 'Servers', 'Tools', 'Settings']);
 
     // The stylesheet loaded past the CSP: an unstyled sidebar would have a transparent background.
     assert.notEqual(await sidebar.getCssValue('background-color'), 'rgba(0, 0, 0, 0)');

@@ -3,6 +3,7 @@ export const VIEWS = [
   { id: 'tasks', label: 'Tasks' },
   { id: 'servers', label: 'Servers' },
   { id: 'tools', label: 'Tools' },
+  { id: 'settings', label: 'Settings' },
 ] as const;
 
 export type ViewId = (typeof VIEWS)[number]['id'];

@@ -5,6 +5,8 @@ import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
+import type { Settings } from "./Settings";
+import type { SettingsUpdate } from "./SettingsUpdate";
 import type { TaskDetail } from "./TaskDetail";
 import type { TaskEvent } from "./TaskEvent";
 import type { TaskSummary } from "./TaskSummary";
@@ -34,4 +36,6 @@ export type Commands = {
   set_notifications_muted: { args: { muted: boolean }; response: null };
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
+  get_settings: { args: Record<string, never>; response: Settings };
+  update_settings: { args: { update: SettingsUpdate }; response: Settings };
 };

@@ -4,4 +4,4 @@
  * The kind of a failure, for a front end to act on without reading the message. Serialised as the
  * snake_case names the app has always sent; a variant exists because some caller acts on it.
  */
-export type ErrorCode = "config" | "data_dir_locked" | "unknown_server" | "server_unavailable" | "server_timeout" | "server_error" | "unknown_tool" | "server" | "invalid_arguments" | "invalid_answer" | "question_not_live" | "disk_full" | "damaged" | "not_sqlite" | "foreign_database" | "database_too_new" | "io" | "migration" | "not_found" | "ambiguous_prefix" | "duplicate" | "refused" | "corrupt" | "sqlite" | "engine_unavailable" | "no_result" | "invalid_url" | "open_failed";
+export type ErrorCode = "config" | "data_dir_locked" | "unknown_server" | "server_unavailable" | "server_timeout" | "server_error" | "unknown_tool" | "server" | "invalid_arguments" | "invalid_answer" | "question_not_live" | "disk_full" | "damaged" | "not_sqlite" | "foreign_database" | "database_too_new" | "io" | "migration" | "not_found" | "ambiguous_prefix" | "duplicate" | "refused" | "corrupt" | "sqlite" | "engine_unavailable" | "no_result" | "invalid_url" | "open_failed" | "settings";
