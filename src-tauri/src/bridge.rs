@@ -448,7 +448,7 @@ mod tests {
         for i in 0..(MAX_LOG_LINES_PER_BATCH + 50) {
             p.add(EngineEvent::ServerLog {
                 server: "s".into(),
-                line: LogLine { at: String::new(), source: "stderr", text: i.to_string() },
+                line: LogLine::plain(String::new(), "stderr", i.to_string()),
             });
         }
         p.add(EngineEvent::Server {
@@ -483,7 +483,7 @@ mod tests {
         for i in 0..400 {
             p.add(EngineEvent::ServerLog {
                 server: "s".into(),
-                line: LogLine { at: String::new(), source: "stderr", text: format!("{i:04}{}", "x".repeat(4092)) },
+                line: LogLine::plain(String::new(), "stderr", format!("{i:04}{}", "x".repeat(4092))),
             });
         }
         let batch = p.take().unwrap();

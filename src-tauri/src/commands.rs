@@ -157,6 +157,25 @@ pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatu
     Ok(result?)
 }
 
+/// The directories the server is granted (its `roots`), as the Roots panel edits them.
+#[tauri::command]
+pub fn server_roots(state: State<'_, AppState>, name: String) -> Result<Vec<String>> {
+    Ok(engine(&state)?.granted_roots(&name)?.into_iter().map(|p| p.display().to_string()).collect())
+}
+
+/// Grants the server these directories: written to its entry in the config file, then applied as
+/// a reload applies it (a running server is told, not restarted).
+#[tauri::command]
+pub async fn set_server_roots(state: State<'_, AppState>, name: String, roots: Vec<String>) -> Result<Vec<String>> {
+    let engine = engine(&state)?;
+    engine.granted_roots(&name)?;
+    taskdeck_engine::roots_edit::write_grant(&state.paths.config, &name, &roots).map_err(EngineError::from)?;
+    let result = engine.reload_config().await;
+    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    result?;
+    Ok(engine.granted_roots(&name)?.into_iter().map(|p| p.display().to_string()).collect())
+}
+
 /// Opens the config file in the user's editor, writing the current servers to it first when it
 /// does not exist yet, so there is something to edit.
 #[tauri::command]

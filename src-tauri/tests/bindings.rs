@@ -87,6 +87,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<ServerPhase>(&cfg),
         render::<AuthState>(&cfg),
         render::<LogLine>(&cfg),
+        render::<taskdeck_engine::logs::LogLevel>(&cfg),
         render::<ToolInfo>(&cfg),
         render::<taskdeck_app::commands::ImportChoice>(&cfg),
         render::<taskdeck_engine::import::Found>(&cfg),

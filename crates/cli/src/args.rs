@@ -173,6 +173,17 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// A server's log: its stderr, Taskdeck's notes and the MCP log entries it sent, from the
+    /// files on disk (no lock: works beside a running Taskdeck). Exit 2 for an unknown server.
+    Logs {
+        server: String,
+        /// Keep printing new lines until interrupted.
+        #[arg(long)]
+        follow: bool,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
     /// Runs N full task lifecycles, C at a time; prints tasks/s and latency percentiles.
     Bench {
         server: String,

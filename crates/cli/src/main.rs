@@ -11,6 +11,7 @@ mod form;
 mod history;
 mod import;
 mod login;
+mod logs;
 mod output;
 mod terminal;
 
@@ -150,6 +151,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Export { format, search, status, output } => {
             history::export(&paths, &format, search, status, output.as_deref())
         }
+        Command::Logs { server, follow, json } => logs::logs(&paths, &server, follow, json).await,
         Command::Prune { older_than, keep, status, dry_run: true, json } => {
             let rule = history::retention(older_than, keep, status)?;
             let report = match read_store(&paths)? {
@@ -377,7 +379,11 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             println!("task {id} unpinned");
             Ok(EXIT_COMPLETED)
         }
-        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } | Command::Import { .. } => {
+        Command::Tasks { .. }
+        | Command::Show { .. }
+        | Command::Export { .. }
+        | Command::Import { .. }
+        | Command::Logs { .. } => {
             unreachable!("handled without the engine")
         }
     }

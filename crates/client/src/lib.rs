@@ -16,6 +16,7 @@ pub mod auth;
 mod endpoint;
 mod error;
 mod follow;
+mod host;
 mod model;
 mod process;
 mod session;
@@ -26,6 +27,7 @@ pub mod transport;
 pub use endpoint::Endpoint;
 pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
+pub use host::ROOTS_LIST_CHANGED;
 pub use model::{
     Asks, Discard, Question, QuestionKey, QuestionRequest, Resumable, Resumption, ServerInfo, SessionEvent, Started,
     TaskSnapshot,

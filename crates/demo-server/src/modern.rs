@@ -204,6 +204,8 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         Ok(row) => row,
         Err(e) => return conn.respond(id, Err(internal(e))).await,
     };
+    // Not for progress (the extension carries it on the task): for the log entries the work sends.
+    conn.set_owner(&row.id, conn, None);
     tracing::info!(task = %row.id, tool = name, "modern task created");
     let handle = with_result_type(serde_json::to_value(task_fields(&row)).unwrap_or(Value::Null), result_type::TASK);
     conn.respond(id, Ok(handle)).await;

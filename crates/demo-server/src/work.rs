@@ -99,6 +99,21 @@ impl Run {
         conn.send_lossy(Message::notification(methods::PROGRESS, Some(params)));
     }
 
+    /// An MCP log entry (`notifications/message`) about this run, in either era, to the connection
+    /// that asked for it, tied to its task by the related-task `_meta`: a host shows it with the task.
+    fn log(&self, level: &str, text: String) {
+        let (to, related) = match &self.task {
+            None => (self.inline.clone(), None),
+            Some(t) => (self.server.owner(&t.id), Some(&t.id)),
+        };
+        let Some((conn, _)) = to else { return };
+        let mut params = json!({"level": level, "logger": "demo.report", "data": text});
+        if let Some(id) = related {
+            params["_meta"] = json!({ meta::RELATED_TASK: {"taskId": id} });
+        }
+        conn.send_lossy(Message::notification(methods::LOG_MESSAGE, Some(params)));
+    }
+
     /// Persists how far the work got. `announce` also tells observers (a status notification in
     /// the legacy era), which is worth it for a stage change but not for every counted step.
     fn checkpoint(&self, checkpoint: i64, message: &str, announce: bool) -> Result<(), Stop> {
@@ -156,6 +171,8 @@ async fn generate_report(run: &Run, args: &Map<String, Value>, start: i64) -> Re
             run.pause(step).await?;
             run.progress(stage * STEPS + s + 1, total, format!("{name} ({}/{STEPS})", s + 1));
         }
+        // After the stage's steps, so the stage's status is the first word about it on any stream.
+        run.log("info", format!("finished stage {} of {stages}: {name} for {topic:?}", stage + 1));
     }
     run.checkpoint(stages, "Report ready", false)?;
 

@@ -204,6 +204,11 @@ pub struct ServerSettings {
     /// `oauth`: how a remote server's sign-in registers (a pre-registered client, scopes, the
     /// redirect port). Its secret is a [`Secret`], so no debug output of a config shows it.
     pub oauth: Option<ClientConfig>,
+    /// `roots`: the directories the user grants the server (`crate::roots`); none by default.
+    /// A change to them alone is applied to the running server (`list_changed`), not a restart.
+    pub roots: Vec<PathBuf>,
+    /// `logLevel`: the least severe MCP log entries the server is asked to send (`logging/setLevel`).
+    pub log_level: Option<crate::logs::LogLevel>,
 }
 
 /// A config entry that could not be read: listed with its error, never started.
@@ -302,7 +307,8 @@ impl Config {
 }
 
 /// Keys every entry may have, whatever its transport.
-const COMMON_KEYS: &[&str] = &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era"];
+const COMMON_KEYS: &[&str] =
+    &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era", "roots", "logLevel"];
 /// Keys of a local server started as a process.
 const STDIO_KEYS: &[&str] = &["command", "args", "env", "envFile", "cwd", "inheritEnv"];
 /// Keys of a remote server.
@@ -464,12 +470,22 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             Some(Value::Object(o)) => Some(self.oauth(o)?),
             Some(_) => return Err(self.err("oauth", "must be an object")),
         };
+        let roots = crate::roots::parse(entry.get("roots"), self.file.parent().unwrap_or(Path::new(".")))
+            .map_err(|reason| self.err("roots", reason))?;
+        let log_level = match self.string(entry, "logLevel")? {
+            None => None,
+            Some(l) => Some(crate::logs::LogLevel::parse(l).ok_or_else(|| {
+                self.err("logLevel", "must be one of debug, info, notice, warning, error, critical, alert, emergency")
+            })?),
+        };
         Ok(ServerSettings {
             call_timeout: self.seconds(entry, "timeout", MAX_TIMEOUT_SECS)?,
             min_poll,
             max_poll,
             era,
             oauth,
+            roots,
+            log_level,
         })
     }
 
@@ -848,7 +864,7 @@ pub async fn next_config_change(path: &Path, last: &ConfigStamp, every: Duration
 /// The config file's text: refused unread when it is not a regular file (a named pipe would block
 /// the read forever, a device never end it) and when it is over [`MAX_CONFIG_BYTES`], however it
 /// grows while being read.
-fn read_limited(path: &Path) -> std::io::Result<String> {
+pub(crate) fn read_limited(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
     taskdeck_store::private_fs::check_regular(path)?;
     let file = std::fs::File::open(path)?;
@@ -1113,6 +1129,7 @@ mod tests {
                 max_poll: Some(Duration::from_secs(10)),
                 era: Some(Era::Legacy),
                 oauth: None,
+                ..Default::default()
             }
         );
         assert_eq!(c.servers[1].settings.era, Some(Era::Modern));

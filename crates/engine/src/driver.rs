@@ -18,6 +18,7 @@ use crate::decide::{error_of, failure, sign_in_hint, sign_in_needed};
 use crate::error::EngineError;
 use crate::hub::Hub;
 use crate::live::{AnswerMsg, DriverMsg};
+use crate::url_mode;
 use crate::validate;
 
 enum Step {
@@ -204,6 +205,11 @@ async fn start(
             Step::Done
         }
         Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
+        // Nothing ran: the server wants a page finished first, then the call again (`url_mode`).
+        Err(e) if url_mode::is_url_required(&e) => match url_mode::finished_before_again(hub, rec, &e, rx).await {
+            true => Box::pin(start(hub, session, rec, rx)).await,
+            false => Step::Done,
+        },
         Err(e) => {
             let mut error = error_of(&e);
             if e.is_server_gone() {

@@ -181,6 +181,17 @@ impl Engine {
         Ok(self.server(name)?.log())
     }
 
+    /// The directories `name` is granted, as the roots it is told (`crate::roots`).
+    pub fn roots_for(&self, name: &str) -> Result<Vec<taskdeck_protocol::types::Root>> {
+        self.server(name)?;
+        Ok(self.hub.roots_for(name))
+    }
+
+    /// The directories `name` is granted, as the user wrote them (resolved).
+    pub fn granted_roots(&self, name: &str) -> Result<Vec<std::path::PathBuf>> {
+        Ok(self.server(name)?.granted_paths())
+    }
+
     pub async fn tools(&self, server: &str) -> Result<Vec<ToolInfo>> {
         let session = self.server(server)?.session(self.hub.opts.server_wait).await?;
         let tools = session.list_tools().await?;

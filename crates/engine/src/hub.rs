@@ -4,15 +4,16 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use taskdeck_client::{Question, QuestionKey, Resumable, Session, SessionEvent, TaskSnapshot};
-use taskdeck_protocol::elicitation::ElicitResult;
+use taskdeck_client::{Asks, Question, QuestionKey, Resumable, Session, SessionEvent, TaskSnapshot};
+use taskdeck_protocol::elicitation::{ElicitAction, ElicitResult};
 use taskdeck_store::{HttpSession, Progress, Store, TaskRecord, TaskStatus};
+use tokio::sync::oneshot;
 
 use crate::config::{Config, Paths};
 use crate::decide::{self, Action, Context};
 use crate::event::EngineEvent;
 use crate::gate::Gate;
-use crate::live::{Live, LiveQuestion, Routed};
+use crate::live::{AnswerMsg, DriverMsg, Live, LiveQuestion, Routed};
 use crate::lock::DataDirLock;
 use crate::options::EngineOptions;
 use crate::servers::{Servers, connection_key};
@@ -92,6 +93,52 @@ impl Hub {
         }
     }
 
+    /// `notifications/elicitation/complete`: the task of `server` whose pending URL question has this
+    /// elicitation id is answered as finished, through its driver like the user's answer would be.
+    pub(crate) fn complete_url_question(&self, server: &str, elicitation_id: &str) {
+        let tasks = match self.gate.store().non_terminal() {
+            Ok(tasks) => tasks,
+            Err(e) => return tracing::warn!(server, "the tasks waiting for a page could not be read: {e}"),
+        };
+        let matching = tasks.into_iter().find(|r| {
+            r.server == server
+                && r.status == TaskStatus::InputRequired
+                && matches!(r.question.as_ref().map(|q| &q.asks), Some(Asks::Url { elicitation_id: id, .. }) if id == elicitation_id)
+        });
+        let Some(rec) = matching else {
+            return tracing::debug!(server, "a completed URL elicitation no pending question waits for");
+        };
+        let Some(stored) = rec.question.as_ref().map(|q| q.key.clone()) else { return };
+        let key = match stored {
+            k @ QuestionKey::InputKey(_) => k,
+            // A legacy question is answered on the connection that asked it, if that is still open.
+            QuestionKey::Request(_) => match self.live.question(&rec.id) {
+                Some(live) if live.connection.is_some() && live.connection == self.servers.connection(server) => {
+                    live.key
+                }
+                _ => {
+                    return tracing::debug!(server, task = %rec.id, "completed URL question not open on this connection");
+                }
+            },
+        };
+        let response = ElicitResult { action: ElicitAction::Accept, content: None, extra: Default::default() };
+        let (reply, replied) = oneshot::channel();
+        if self.live.send(&rec.id, DriverMsg::Answer(Box::new(AnswerMsg { key, response, reply }))).is_err() {
+            return tracing::debug!(server, task = %rec.id, "completed URL question without a driver");
+        }
+        let id = rec.id.clone();
+        tokio::spawn(async move {
+            if let Ok(Err(e)) = replied.await {
+                tracing::info!(task = %id, "the server's completion of a URL question was not recorded: {e}");
+            }
+        });
+    }
+
+    /// The roots `server` is granted: what a roots input request is answered with (`crate::roots`).
+    pub fn roots_for(&self, server: &str) -> Vec<taskdeck_protocol::types::Root> {
+        self.servers.get(server).map(|s| s.roots()).unwrap_or_default()
+    }
+
     /// Makes the task's remote id routable; what came for it early goes to its driver.
     pub fn register_remote(&self, rec: &TaskRecord) {
         for q in self.live.register_remote(rec) {
@@ -139,6 +186,7 @@ impl Hub {
             }
             SessionEvent::QuestionWithdrawn { key } => self.live.withdraw(&key),
             SessionEvent::ToolsChanged => self.gate.announce(EngineEvent::ToolsChanged { server: server.to_owned() }),
+            SessionEvent::ElicitationComplete { elicitation_id } => self.complete_url_question(server, &elicitation_id),
             _ => {}
         }
     }
@@ -237,6 +285,10 @@ impl Router for HubRouter {
                 hub.live.open_question(&rec.id, LiveQuestion { key: QuestionKey::Request(id), connection: key });
             }
         }
+    }
+
+    fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
+        self.0.upgrade()?.live.task_of_log(server, remote)
     }
 
     fn has_unfinished(&self, server: &str) -> bool {

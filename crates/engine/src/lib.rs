@@ -34,11 +34,14 @@ pub mod lock;
 pub mod logs;
 mod options;
 mod retention;
+pub mod roots;
+pub mod roots_edit;
 pub mod secrets;
 mod servers;
 pub mod settings;
 pub mod signin;
 pub mod supervisor;
+mod url_mode;
 mod validate;
 
 pub use config::{ServerConfig, ServerSettings, UnreadableEntry};

@@ -175,6 +175,20 @@ impl Live {
         live.drivers.contains_key(id) && live.server_of.get(id).is_some_and(|s| s == server)
     }
 
+    /// The local task a server's log entry belongs to: the task its related-task id names, or
+    /// the one plain call in flight on that server (an entry sent during it). Never a guess among
+    /// several: an entry tied to the wrong task would mislead more than one left on the server's log.
+    pub fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
+        let live = lock(&self.0);
+        match remote {
+            Some(remote) => Self::local_for_remote(&live, server, remote),
+            None => match live.plain_calls.get(server).map(Vec::as_slice) {
+                Some([only]) => Some(only.clone()),
+                _ => None,
+            },
+        }
+    }
+
     fn local_for_remote(live: &State, server: &str, remote: &str) -> Option<String> {
         live.remote.get(&(server.to_owned(), remote.to_owned())).cloned()
     }

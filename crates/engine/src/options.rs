@@ -101,6 +101,7 @@ mod tests {
             max_poll: None,
             era: Some(Era::Legacy),
             oauth: None,
+            ..Default::default()
         };
         let s = set.session(&engine.session);
         assert_eq!((s.call_timeout, s.force_era), (Duration::from_secs(9), Some(Era::Legacy)));

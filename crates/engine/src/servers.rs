@@ -97,6 +97,11 @@ impl Servers {
                 Some(old) if old.config == *server => {
                     by_name.insert(server.name.clone(), old);
                 }
+                // Granted roots and the log level are applied to the running server, not by a restart.
+                Some(old) if crate::roots_edit::same_apart_from_grants(&old.config, server) => {
+                    old.regrant(server);
+                    by_name.insert(server.name.clone(), old);
+                }
                 old => {
                     let was_running = old.as_ref().is_some_and(|o| o.current_session().is_some());
                     stopped.extend(old);

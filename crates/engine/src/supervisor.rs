@@ -216,6 +216,12 @@ pub(crate) trait Router: Send + Sync + 'static {
     fn has_unfinished(&self, _server: &str) -> bool {
         false
     }
+
+    /// The local task an MCP log entry of `server` belongs to: the one its related-task `_meta`
+    /// names (`remote`), or else the plain call it arrived during.
+    fn task_of_log(&self, _server: &str, _remote: Option<&str>) -> Option<String> {
+        None
+    }
 }
 
 struct Inner {
@@ -241,6 +247,15 @@ pub(crate) struct Server {
     log_file: Option<Mutex<ServerLogFile>>,
     router: Arc<dyn Router>,
     sign_ins: Arc<SignIns>,
+    /// What the user grants the server now (its roots) and the log level asked of it: changed in
+    /// place by a config reload, without a restart (see [`Server::regrant`]).
+    grants: Mutex<Grants>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Grants {
+    roots: Vec<PathBuf>,
+    log_level: Option<crate::logs::LogLevel>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -261,7 +276,9 @@ impl Server {
     ) -> Arc<Server> {
         let log_file = log_dir.map(|dir| ServerLogFile::new(dir, &config.name));
         let earlier = log_file.as_ref().map(|f| f.tail(LOG_LINES)).unwrap_or_default();
+        let grants = Grants { roots: config.settings.roots.clone(), log_level: config.settings.log_level };
         Arc::new(Server {
+            grants: Mutex::new(grants),
             opts: config.settings.session(base),
             config,
             inner: Mutex::new(Inner {
@@ -342,7 +359,25 @@ impl Server {
     /// note may quote what the server sent (a whole message it would not take), and what the
     /// server log holds is read back, shown and sent to the webview.
     fn note(&self, source: &'static str, text: String) {
-        let line = LogLine { at: now(), source, text: limits::log_line(self.redact(text)) };
+        self.keep_line(LogLine::plain(now(), source, self.redact(text)));
+    }
+
+    /// An MCP log entry (`notifications/message`): kept in the same log as stderr, with its level,
+    /// and tied to the task it names, whose timeline shows it.
+    fn note_mcp(&self, entry: &taskdeck_protocol::types::LoggingMessageParams) {
+        let remote = entry
+            .extra
+            .get("_meta")
+            .and_then(|m| m.get(taskdeck_protocol::meta::RELATED_TASK))
+            .and_then(|r| r.get("taskId"))
+            .and_then(serde_json::Value::as_str);
+        let task = self.router.task_of_log(&self.config.name, remote);
+        let mut line = LogLine::mcp(now(), &entry.level, entry.logger.as_deref(), &entry.data, task, remote);
+        line.text = limits::log_line(self.redact(std::mem::take(&mut line.text)));
+        self.keep_line(line);
+    }
+
+    fn keep_line(&self, line: LogLine) {
         {
             let mut log = lock(&self.log);
             if log.len() == LOG_LINES {
@@ -354,6 +389,52 @@ impl Server {
             lock(file).append(&line);
         }
         self.router.server_log(&self.config.name, line);
+    }
+
+    /// The directories the user grants the server now.
+    pub fn granted_paths(&self) -> Vec<PathBuf> {
+        lock(&self.grants).roots.clone()
+    }
+
+    /// The roots the user grants the server now, as MCP roots.
+    pub fn roots(&self) -> Vec<taskdeck_protocol::types::Root> {
+        crate::roots::as_roots(&lock(&self.grants).roots)
+    }
+
+    /// Applies the grants of `config` (an edit of this server's entry that changed nothing else)
+    /// to the running server: a new set of roots is announced with `list_changed`, a new log level
+    /// is sent. Without a session nothing is sent: the next connection asks and is told afresh.
+    pub fn regrant(self: &Arc<Self>, config: &ServerConfig) {
+        let new = Grants { roots: config.settings.roots.clone(), log_level: config.settings.log_level };
+        let old = std::mem::replace(&mut *lock(&self.grants), new.clone());
+        let Some(session) = self.current_session() else { return };
+        if old.roots != new.roots {
+            match session.roots_changed() {
+                Ok(true) => {
+                    self.note("taskdeck", format!("granted roots changed ({}); told the server", new.roots.len()))
+                }
+                Ok(false) => self.note("taskdeck", format!("granted roots changed ({})", new.roots.len())),
+                Err(e) => {
+                    self.note("taskdeck", format!("granted roots changed, but the server could not be told: {e}"))
+                }
+            }
+        }
+        if old.log_level != new.log_level {
+            self.send_log_level(session);
+        }
+    }
+
+    /// Sends the configured log level to a legacy server that declares `logging`.
+    fn send_log_level(self: &Arc<Self>, session: Session) {
+        let Some(level) = lock(&self.grants).log_level else { return };
+        let me = self.clone();
+        tokio::spawn(async move {
+            match session.set_log_level(level.as_str()).await {
+                Ok(true) => me.note("taskdeck", format!("asked for log entries of level {level} and above")),
+                Ok(false) => {}
+                Err(e) => me.note("taskdeck", format!("the server refused log level {level}: {e}")),
+            }
+        });
     }
 
     fn set_phase(&self, phase: ServerPhase) {
@@ -505,6 +586,7 @@ impl Server {
                     if session.resumption() == Resumption::Resumed {
                         self.router.session_resumed(&self.config.name, &session);
                     }
+                    self.send_log_level(session.clone());
                     self.set_phase(ServerPhase::Ready);
                     if session.dead().is_none() {
                         closed.notified().await;
@@ -622,6 +704,7 @@ impl SessionHandler for Relay {
         let Some(server) = self.server.upgrade() else { return };
         match &event {
             SessionEvent::Stderr(line) => server.note("stderr", line.clone()),
+            SessionEvent::Log(entry) => server.note_mcp(entry),
             SessionEvent::Discarded { reason, detail } => {
                 server.note("taskdeck", format!("ignored a message from the server ({reason:?}): {detail}"))
             }
@@ -629,6 +712,10 @@ impl SessionHandler for Relay {
             _ => {}
         }
         server.router.session_event(&server.config.name, event);
+    }
+
+    fn roots(&self) -> Vec<taskdeck_protocol::types::Root> {
+        self.server.upgrade().map(|s| s.roots()).unwrap_or_default()
     }
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { EventKind, JsonValue, TaskEvent, TaskStatus } from '../lib/types';
-import { timeline } from './timeline';
+import type { EventKind, JsonValue, LogLine, TaskEvent, TaskStatus } from '../lib/types';
+import { logWording, timeline, withServerLog } from './timeline';
 
 const START = '2026-12-01T10:00:00.000Z';
 let nextId = 1;
@@ -153,5 +153,47 @@ describe('the timeline in words', () => {
   it('shows a server’s text without its hidden characters, and survives data of the wrong shape', () => {
     expect(words([ev('status', { server_status: 'working', message: 'Rea\u202Eding' }, 1)])).toEqual(['Reading']);
     expect(words([ev('answer', 'nonsense', 1), ev('question', [1, 2], 1), ev('failed', null, 1)])).toEqual(['You answered', 'Asked something Taskdeck cannot answer ()', 'Failed']);
+  });
+});
+
+describe('the server log entries in a task timeline', () => {
+  const entry = (text: string, level: LogLine['level'], secondsIn: number, task = 't1'): LogLine => ({
+    at: new Date(Date.parse(START) + secondsIn * 1000).toISOString(),
+    source: 'mcp',
+    text,
+    level,
+    logger: 'demo.report',
+    task,
+  });
+
+  it('says each entry by its level in plain words', () => {
+    expect(logWording(entry('stage 1 of 4', 'info', 0)).text).toBe('The server noted: stage 1 of 4');
+    expect(logWording(entry('slow disk', 'warning', 0))).toEqual({ text: 'The server warned: slow disk', tone: 'plain' });
+    expect(logWording(entry('no space', 'error', 0))).toEqual({ text: 'The server logged an error: no space', tone: 'bad' });
+    expect(logWording(entry('down', 'emergency', 0)).text).toBe('The server logged an emergency: down');
+    expect(logWording(entry('hot', 'critical', 0)).text).toBe('The server logged a critical problem: hot');
+    expect(logWording(entry('x', 'debug', 0)).text).toBe('The server noted (debug): x');
+    expect(logWording({ ...entry('odd', 'info', 0), level: undefined }).text).toBe('The server noted: odd');
+  });
+
+  it('makes what the server sent inert and bounded', () => {
+    const said = logWording(entry('\u001b[2Jhello\u202e' + 'x'.repeat(1000), 'info', 0)).text;
+    expect(said.includes('\u001b') || said.includes('\u202e')).toBe(false);
+    expect(said.length).toBeLessThan(400);
+  });
+
+  it('places the entries of this task among its events by time, and no one else’s', () => {
+    const lines = timeline([created(), ev('status', { server_status: 'working', message: 'Collecting sources' }, 2), ev('result', { server_status: 'completed' }, 9, 'working', 'completed')], START);
+    const log = [entry('stage 1', 'info', 1), entry('not mine', 'error', 3, 't2'), entry('stage 2', 'info', 5), { ...entry('stderr', 'info', 6), source: 'stderr' }];
+    const merged = withServerLog(lines, log, 't1', Date.parse(START));
+    expect(merged.map((l) => l.text)).toEqual(['Started as a task', 'The server noted: stage 1', 'Collecting sources', 'The server noted: stage 2', 'Completed in 9s']);
+    expect(merged[1]!.log?.text).toBe('stage 1');
+    expect(merged[1]!.elapsedMs).toBe(1000);
+    expect(new Set(merged.map((l) => l.id)).size).toBe(merged.length);
+    expect(withServerLog(lines, [], 't1', Date.parse(START))).toEqual(lines);
+    // One sent before the handle was known names the server's id only.
+    const early = { ...entry('stage 0', 'info', 0.5), task: undefined, remote_task: 'r-9' };
+    expect(withServerLog(lines, [early], 't1', Date.parse(START), 'r-9').map((l) => l.text)).toContain('The server noted: stage 0');
+    expect(withServerLog(lines, [early], 't1', Date.parse(START), null)).toHaveLength(lines.length);
   });
 });

@@ -6,7 +6,7 @@
  */
 import { inertText } from '../lib/text';
 import { formatElapsed } from '../lib/time';
-import type { EventKind, JsonValue, Question, TaskEvent } from '../lib/types';
+import type { EventKind, JsonValue, LogLine, Question, TaskEvent } from '../lib/types';
 
 export type Tone = 'plain' | 'step' | 'ask' | 'done' | 'bad';
 
@@ -14,7 +14,7 @@ export type Tone = 'plain' | 'step' | 'ask' | 'done' | 'bad';
 export type Said = { text: string; tone: Tone; values?: { field: string; value: string }[] };
 
 export type Line = Said & {
-  /** The first event of the line (a folded line stands for `count` events). */
+  /** The first event of the line (a folded line stands for `count` events); negative for a log entry. */
   id: number;
   at: string;
   /** Since the task started. */
@@ -22,6 +22,8 @@ export type Line = Said & {
   count: number;
   serverStatus: string | null;
   events: TaskEvent[];
+  /** For a line that is one of the server's log entries rather than an event: the entry. */
+  log?: LogLine;
 };
 
 type Obj = { [k: string]: JsonValue | undefined };
@@ -230,4 +232,59 @@ export function timeline(events: readonly TaskEvent[], createdAt: string, pendin
     lines.push({ ...said, id: e.id, at: e.at, elapsedMs: Date.parse(e.at) - startedAt, count: 1, serverStatus: serverStatus(e), events: [e] });
   }
   return lines;
+}
+
+/** What the server's log entry about the task says, by its level, in plain words. */
+export function logWording(line: LogLine): Said {
+  const text = t(line.text);
+  switch (line.level) {
+    case 'debug':
+      return { text: `The server noted (debug): ${text}`, tone: 'plain' };
+    case 'info':
+    case 'notice':
+      return { text: `The server noted: ${text}`, tone: 'plain' };
+    case 'warning':
+      return { text: `The server warned: ${text}`, tone: 'plain' };
+    case 'error':
+      return { text: `The server logged an error: ${text}`, tone: 'bad' };
+    case 'critical':
+      return { text: `The server logged a critical problem: ${text}`, tone: 'bad' };
+    case 'alert':
+      return { text: `The server raised an alert: ${text}`, tone: 'bad' };
+    case 'emergency':
+      return { text: `The server logged an emergency: ${text}`, tone: 'bad' };
+    default:
+      return { text: `The server noted: ${text}`, tone: 'plain' };
+  }
+}
+
+/**
+ * The timeline with the server's log entries that name this task (by its id, or by `remoteId`, the
+ * server's) placed among its events by time
+ * (an entry at the same moment as an event comes after it). Entries are not folded: each is its own
+ * word. Only entries still in the server's log are here (the log is bounded), which is why they are
+ * shown but never stored with the task.
+ */
+export function withServerLog(lines: readonly Line[], log: readonly LogLine[], taskId: string, startedAt: number, remoteId: string | null = null): Line[] {
+  // An entry sent the moment the task was made names only the server's id for it.
+  const mine = log.filter((l) => l.source === 'mcp' && (l.task === taskId || (remoteId !== null && l.remote_task === remoteId)));
+  if (mine.length === 0) return [...lines];
+  const out: Line[] = [];
+  let i = 0;
+  const logLine = (l: LogLine, n: number): Line => {
+    const at = Date.parse(l.at);
+    return { ...logWording(l), id: -(n + 1), at: l.at, elapsedMs: (Number.isNaN(at) ? startedAt : at) - startedAt, count: 1, serverStatus: null, events: [], log: l };
+  };
+  // Entries keep their order; each goes before the first event that is strictly later.
+  const entries = mine.map((l, n) => ({ l, n, at: Date.parse(l.at) }));
+  for (const line of lines) {
+    const at = Date.parse(line.at);
+    while (i < entries.length && entries[i]!.at < at) {
+      out.push(logLine(entries[i]!.l, entries[i]!.n));
+      i += 1;
+    }
+    out.push(line);
+  }
+  for (; i < entries.length; i += 1) out.push(logLine(entries[i]!.l, entries[i]!.n));
+  return out;
 }

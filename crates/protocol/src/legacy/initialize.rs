@@ -31,12 +31,13 @@ pub struct InitializeResult {
 }
 
 /// What Taskdeck really supports as a legacy client: form and URL elicitation (also as the
-/// answer to a task's question), roots, and nothing it would have to run as a task itself.
+/// answer to a task's question), roots (the user's grant, whose changes Taskdeck announces), and
+/// nothing it would have to run as a task itself.
 /// Elicitation is not declared task-augmentable because the host answers it directly.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
-        "roots": { "listChanged": false },
+        "roots": { "listChanged": true },
     })
 }
 

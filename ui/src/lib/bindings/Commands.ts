@@ -35,6 +35,8 @@ export type Commands = {
   restart_server: { args: { name: string }; response: null };
   server_log: { args: { name: string }; response: Array<LogLine> };
   reload_config: { args: Record<string, never>; response: Array<ServerStatus> };
+  server_roots: { args: { name: string }; response: Array<string> };
+  set_server_roots: { args: { name: string; roots: Array<string> }; response: Array<string> };
   edit_config: { args: Record<string, never>; response: null };
   open_log_folder: { args: Record<string, never>; response: null };
   list_tools: { args: { server: string }; response: Array<ToolInfo> };
