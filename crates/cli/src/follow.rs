@@ -157,7 +157,7 @@ impl Follow<'_> {
         }
     }
 
-    async fn cancel(&self, id: &str) -> Result<u8> {
+    pub async fn cancel(&self, id: &str) -> Result<u8> {
         eprintln!("interrupted: cancelling task {id}");
         let rec = match self.engine.cancel(id).await {
             Ok(r) => r,

@@ -272,8 +272,13 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
         Command::Run { server, tool, json, idempotency_key, .. } => {
             let rec = engine.run_once(&server, &tool, prepared.args, idempotency_key.as_deref()).await?;
             tracing::info!(task = %rec.id, "started");
-            login::refused_before_start(engine, &rec).await?;
-            let outcome = follow(prepared.answers, json).run(&rec.id).await;
+            let follower = follow(prepared.answers, json);
+            // Ctrl-C while the server has yet to take the task cancels it, as it does later on.
+            tokio::select! {
+                refused = login::refused_before_start(engine, &rec) => refused?,
+                _ = tokio::signal::ctrl_c() => return follower.cancel(&rec.id).await,
+            }
+            let outcome = follower.run(&rec.id).await;
             login::refused_before_start(engine, &rec).await?;
             outcome
         }
