@@ -12,7 +12,8 @@ const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 
 /// One `bench --json` run against the server at `url`, its era pinned, in a data directory of its own.
 fn bench(dir: &Path, url: &str, era: &str, tool: &str, args: &str, tasks: u64, concurrency: u64) -> Value {
-    let config = write_servers_config(&dir.join(format!("{era}-{tool}.json")), [("demo", json!({"url": url, "era": era}))]);
+    let config =
+        write_servers_config(&dir.join(format!("{era}-{tool}.json")), [("demo", json!({"url": url, "era": era}))]);
     let out = Command::new(CLI)
         .arg("--config")
         .arg(&config)
