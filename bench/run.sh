@@ -8,6 +8,10 @@
 #   BENCH_CONCURRENCY (10)                      BENCH_RESUME_SIZES ("10000 20000")
 #   BENCH_ERAS ("legacy modern")  eras the engine and the bare client speak (the Inspector speaks legacy)
 #   BENCH_ROUNDS (3)   rounds of every lifecycle run; the summary takes each client's median
+#   BENCH_ONLY (all)   `stdio` for the stdio lifecycles, progress and resume; `http` for the HTTP part
+#   BENCH_HTTP_CALLS (2000)  plain tools/call round trips per client at c=1 over HTTP
+#   BENCH_HTTP_TASKS, BENCH_HTTP_LEGACY_TASKS, BENCH_HTTP_POLL_MS  the HTTP lifecycles' sizes and
+#                      pollIntervals (default: BENCH_TASKS, BENCH_LEGACY_TASKS, BENCH_POLL_MS)
 set -euo pipefail
 
 BIN=$(cd "${1:?BIN_DIR}" && pwd)
@@ -23,6 +27,15 @@ CONC=${BENCH_CONCURRENCY:-10}
 ERAS=${BENCH_ERAS:-legacy modern}
 ROUNDS=${BENCH_ROUNDS:-3}
 SIZES=${BENCH_RESUME_SIZES:-10000 20000}
+ONLY=${BENCH_ONLY:-all}
+HTTP_CALLS=${BENCH_HTTP_CALLS:-2000}
+HTTP_TASKS=${BENCH_HTTP_TASKS:-$TASKS}
+HTTP_LEGACY_TASKS=${BENCH_HTTP_LEGACY_TASKS:-$LEGACY_TASKS}
+HTTP_POLLS=${BENCH_HTTP_POLL_MS:-$POLLS}
+case "$ONLY" in
+  all | stdio | http) ;;
+  *) echo "bench: BENCH_ONLY must be all, stdio or http, not $ONLY" >&2; exit 2 ;;
+esac
 INSPECTOR="$HERE/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
 for b in taskdeck-cli taskdeck-demo-server taskdeck-bench; do
@@ -33,7 +46,16 @@ done
 # Read before HOME moves: rustup finds its toolchains through it.
 export BENCH_RUSTC_VERSION=$(rustc --version 2>/dev/null || echo unknown)
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+# The HTTP demo server of the run under way, if any: never left behind by a failed client.
+SERVER_PID=
+stop_http() {
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=
+  fi
+}
+trap 'stop_http; rm -rf "$WORK"' EXIT
 # The Inspector keeps a catalog and client state under HOME; keep them out of the user's.
 export HOME="$WORK/home" MCP_CATALOG_PATH="$WORK/home/mcp.json" RUST_LOG=warn
 mkdir -p "$HOME"
@@ -81,20 +103,102 @@ lifecycles() {
       "$BIN/taskdeck-demo-server" --state "$d/state" --poll-interval-ms "$POLL_MS" > "$OUT/$name-inspector-r$r.json"
   done
 }
-for poll in $POLLS; do
-  lifecycles count count '{"n":1,"delay_ms":0}' "$poll"
-  lifecycles report generate_report '{"topic":"bench","seconds":0}' "$poll"
-done
+if [ "$ONLY" != http ]; then
+  for poll in $POLLS; do
+    lifecycles count count '{"n":1,"delay_ms":0}' "$poll"
+    lifecycles report generate_report '{"topic":"bench","seconds":0}' "$poll"
+  done
 
-step "progress: commit per update, batched, engine flush path"
-"$BIN/taskdeck-bench" progress > "$OUT/progress.json"
+  step "progress: commit per update, batched, engine flush path"
+  "$BIN/taskdeck-bench" progress > "$OUT/progress.json"
 
-step "resume: $SIZES unfinished tasks"
-d=$(config resume)
-sizes=()
-for s in $SIZES; do sizes+=(--size "$s"); done
-"$BIN/taskdeck-bench" resume --config "$d/servers.json" "${sizes[@]}" > "$OUT/resume.json"
+  step "resume: $SIZES unfinished tasks"
+  d=$(config resume)
+  sizes=()
+  for s in $SIZES; do sizes+=(--size "$s"); done
+  "$BIN/taskdeck-bench" resume --config "$d/servers.json" "${sizes[@]}" > "$OUT/resume.json"
+fi
+
+# Over loopback HTTP: one `taskdeck-demo-server --http 127.0.0.1:0` per client run, with a fresh
+# state directory, as the stdio runs have one process each. It prints its URL first on stdout.
+# Sets URL and SERVER_PID; the caller ends it with stop_http.
+serve_http() {
+  local dir=$1 POLL_MS=$2 i
+  mkdir -p "$dir/state" "$dir/data"
+  "$BIN/taskdeck-demo-server" --http 127.0.0.1:0 --state "$dir/state" --poll-interval-ms "$POLL_MS" \
+    > "$dir/url" 2> "$dir/server.log" &
+  SERVER_PID=$!
+  URL=
+  for i in $(seq 200); do
+    # A whole line, so a URL half written is never read.
+    if [ "$(wc -l < "$dir/url")" -ge 1 ]; then
+      URL=$(head -n 1 "$dir/url")
+      return 0
+    fi
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "bench: the HTTP demo server gave no URL within 10 s; its log:" >&2
+  cat "$dir/server.log" >&2
+  exit 1
+}
+
+# One HTTP client run against its own server: CLIENT (engine, bare or inspector), ERA (legacy or
+# modern; the Inspector speaks legacy), the result's file name, TOOL, ARGS, how many, how many at
+# once, the server's pollInterval.
+http_client() {
+  local client=$1 era=$2 name=$3 tool=$4 args=$5 n=$6 c=$7 POLL_MS=$8 d
+  d="$WORK/$name"
+  serve_http "$d" "$POLL_MS"
+  case "$client" in
+    engine)
+      printf '{"mcpServers": {"demo": {"url": "%s", "era": "%s"}}}\n' "$URL" "$era" > "$d/servers.json"
+      "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" bench demo "$tool" \
+        --args "$args" --tasks "$n" --concurrency "$c" --json > "$OUT/$name.json" ;;
+    bare)
+      printf '{"mcpServers": {"demo": {"url": "%s"}}}\n' "$URL" > "$d/servers.json"
+      "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
+        --tasks "$n" --concurrency "$c" > "$OUT/$name.json" ;;
+    inspector)
+      node "$INSPECTOR" --cli --format json --quiet --load --load-concurrency "$c" --load-requests "$n" \
+        --method tools/call --tool-name "$tool" --tool-args-json "$args" --transport http "$URL" \
+        > "$OUT/$name.json" ;;
+  esac
+  stop_http
+}
+
+# Every HTTP run of one measurement, rounds alternating the clients as in the stdio runs: NAME,
+# TOOL, ARGS, the count for the modern era and the Inspector, the count for the legacy era,
+# concurrency, pollInterval.
+http_runs() {
+  local name=$1 tool=$2 args=$3 n=$4 legacy_n=$5 c=$6 POLL_MS=$7 r era k
+  for r in $(seq "$ROUNDS"); do
+    for era in $ERAS; do
+      k=$n
+      [ "$era" = legacy ] && k=$legacy_n
+      step "$name / $era engine, round $r: taskdeck-cli bench over HTTP, $k at $c concurrent"
+      http_client engine "$era" "$name-$era-engine-r$r" "$tool" "$args" "$k" "$c" "$POLL_MS"
+      step "$name / $era bare client, round $r: taskdeck-bench bare over HTTP, no store"
+      http_client bare "$era" "$name-$era-bare-r$r" "$tool" "$args" "$k" "$c" "$POLL_MS"
+    done
+    step "$name / inspector, round $r: --cli --load --transport http, $n at $c concurrent"
+    http_client inspector legacy "$name-inspector-r$r" "$tool" "$args" "$n" "$c" "$POLL_MS"
+  done
+}
+
+if [ "$ONLY" != stdio ]; then
+  # `notes_search` never runs as a task (taskSupport forbidden), so every client sends one plain
+  # tools/call and waits for its answer: the round trip, one at a time.
+  http_runs http-call notes_search '{"query":"deploy"}' "$HTTP_CALLS" "$HTTP_CALLS" 1 1000
+  for poll in $HTTP_POLLS; do
+    http_runs "http-count-$poll" count '{"n":1,"delay_ms":0}' "$HTTP_TASKS" "$HTTP_LEGACY_TASKS" "$CONC" "$poll"
+    http_runs "http-report-$poll" generate_report '{"topic":"bench","seconds":0}' "$HTTP_TASKS" "$HTTP_LEGACY_TASKS" \
+      "$CONC" "$poll"
+  done
+fi
 
 step "summary"
-BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" BENCH_LEGACY_TASKS="$LEGACY_TASKS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
+BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" BENCH_LEGACY_TASKS="$LEGACY_TASKS" BENCH_ONLY="$ONLY" \
+  BENCH_HTTP_CALLS="$HTTP_CALLS" BENCH_HTTP_TASKS="$HTTP_TASKS" BENCH_HTTP_LEGACY_TASKS="$HTTP_LEGACY_TASKS" \
+  BENCH_HTTP_POLL_MS="$HTTP_POLLS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
   "$(node -e 'console.log(require(process.argv[1]).version)' "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")"

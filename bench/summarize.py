@@ -13,6 +13,15 @@ POLLS = [int(p) for p in polls.split()]
 ERAS = os.environ.get("BENCH_ERAS", "legacy modern").split()
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 LEGACY_TASKS = int(os.environ.get("BENCH_LEGACY_TASKS", tasks))
+# Which parts ran: `all`, `stdio` (lifecycles, progress, resume) or `http`.
+ONLY = os.environ.get("BENCH_ONLY", "all")
+STDIO, HTTP = ONLY in ("all", "stdio"), ONLY in ("all", "http")
+HTTP_CALLS = int(os.environ.get("BENCH_HTTP_CALLS", "0") or 0)
+HTTP_TASKS = int(os.environ.get("BENCH_HTTP_TASKS", tasks))
+HTTP_LEGACY_TASKS = int(os.environ.get("BENCH_HTTP_LEGACY_TASKS", LEGACY_TASKS))
+HTTP_POLLS = [int(p) for p in os.environ.get("BENCH_HTTP_POLL_MS", polls).split()]
+# The HTTP targets (issue 11): ahead of the Inspector, at least 0.8x the bare client.
+HTTP_TARGETS = {"engine_vs_inspector": 1.0, "engine_vs_bare": 0.8}
 # How each client follows a task, per era.
 HOW = {
     "legacy": "`tasks/result` outstanding until the end, status notifications",
@@ -51,7 +60,7 @@ def ratio(a, b):
     return round(a / b, 2) if b else None
 
 
-progress, resume = load("progress"), load("resume")
+progress, resume = (load("progress"), load("resume")) if STDIO else (None, None)
 
 machine = {
     "nproc": os.cpu_count(),
@@ -92,17 +101,56 @@ def lifecycles(name, tool, args, poll_ms, era):
 
 
 def spread(xs):
-    return f"{min(xs)}–{max(xs)}" if len(xs) > 1 else ""
+    """The range of all rounds, in brackets after the median's figure; nothing for one round."""
+    return f" ({min(xs)}–{max(xs)})" if len(xs) > 1 else ""
+
+
+def http_round_trips(era):
+    """Plain tools/call round trips at c=1 over HTTP. Ratios are speeds (the other's latency over
+    the engine's, calls/s over calls/s), so above 1 means Taskdeck is faster, as for lifecycles."""
+    engine, e_all = median_round(f"http-call-{era}-engine", lambda x: -x["latency_ms"]["p50"])
+    bare, b_all = median_round(f"http-call-{era}-bare", lambda x: -x["latency_ms"]["p50"])
+    insp, i_all = median_round("http-call-inspector", lambda x: -x["latencyMs"]["p50"])
+    el, bl, il = engine["latency_ms"], bare["latency_ms"], insp["latencyMs"]
+    return {
+        "workload": {"tool": "notes_search", "arguments": {"query": "deploy"}, "calls": engine["tasks"],
+                     "concurrency": 1, "era": era, "transport": "http"},
+        "engine": dict(engine, rounds_p50_ms=[-x for x in e_all]),
+        "bare_client": dict(bare, rounds_p50_ms=[-x for x in b_all]),
+        "inspector": dict(insp, version=inspector_version, era="legacy", rounds_p50_ms=[-x for x in i_all]),
+        "ratio_engine_vs_inspector": {"p50": ratio(il["p50"], el["p50"]), "p99": ratio(il["p99"], el["p99"]),
+                                      "calls_per_s": ratio(engine["tasks_per_s"], insp["throughput"])},
+        "ratio_engine_vs_bare": {"p50": ratio(bl["p50"], el["p50"]), "p99": ratio(bl["p99"], el["p99"]),
+                                 "calls_per_s": ratio(engine["tasks_per_s"], bare["tasks_per_s"])},
+        "targets": HTTP_TARGETS,
+    }
+
+
+def http_lifecycles(name, tool, args, poll_ms, era):
+    r = lifecycles(f"http-{name}", tool, args, poll_ms, era)
+    r["workload"]["transport"] = "http"
+    r["targets"] = HTTP_TARGETS
+    return r
 
 
 results = {
     "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     "machine": machine,
-    "lifecycles": {f"{name}-poll{p}-{era}": lifecycles(name, tool, args, p, era)
-                   for p in POLLS for name, tool, args, _ in WORKLOADS for era in ERAS},
-    "progress": progress,
-    "resume": resume,
+    "only": ONLY,
 }
+if STDIO:
+    results |= {
+        "lifecycles": {f"{name}-poll{p}-{era}": lifecycles(name, tool, args, p, era)
+                       for p in POLLS for name, tool, args, _ in WORKLOADS for era in ERAS},
+        "progress": progress,
+        "resume": resume,
+    }
+if HTTP:
+    results["http"] = {
+        "round_trips": {era: http_round_trips(era) for era in ERAS},
+        "lifecycles": {f"{name}-poll{p}-{era}": http_lifecycles(name, tool, args, p, era)
+                       for p in HTTP_POLLS for name, tool, args, _ in WORKLOADS for era in ERAS},
+    }
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=2)
     f.write("\n")
@@ -112,75 +160,165 @@ def lat(d):
     return f"{d['p50']} / {d['p90']} / {d['p99']} / {d['max']}"
 
 
-pe, ps, pb = progress["engine_path"], progress["commit_per_update"], progress["batched_every_update"]
-by = {(r["shape"], r["tasks"]): r for r in resume["runs"]}
-sizes = sorted({r["tasks"] for r in resume["runs"]})
-md = [
-    f"Run of {results['when']} on commit `{machine['commit']}`: {machine['nproc']} cores, {machine['cpu']}, "
-    f"load average {' '.join(machine['loadavg_at_end'])} at the end; {machine['rustc']}, node {machine['node']}.",
-    "",
-    f"**Lifecycles**: {tasks} per client and workload ({LEGACY_TASKS} for the engine and the bare client in the "
-    f"legacy era, whose lifecycles take milliseconds), {conc} concurrent on one server process; "
-    f"{ROUNDS} rounds, clients alternating; each figure is the client's median round, with the range "
-    f"of all rounds in brackets.",
-    "",
+def lifecycle_rows(found, polls, inspector_how):
+    """The lifecycle table's rows, for the stdio runs or the HTTP ones."""
+    rows = []
+    for (name, tool, args, inspector_does), p in [(w, p) for p in polls for w in WORKLOADS]:
+        w = f"{p} ms | `{tool} {json.dumps(args, separators=(',', ':'))}`"
+        for era in ERAS:
+            r = found[f"{name}-poll{p}-{era}"]
+            e, b = r["engine"], r["bare_client"]
+            rows += [
+                f"| {w} | engine (`taskdeck-cli bench`) | {era} | task; store, driver, events; {HOW[era]} | "
+                f"{e['tasks_per_s']}{spread(e['rounds_tasks_per_s'])} | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
+                f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; progress asked and counted "
+                f"({b.get('progress_notifications', 0)} arrived); {HOW[era]} | "
+                f"{b['tasks_per_s']}{spread(b['rounds_tasks_per_s'])} | {lat(b['latency_ms'])} | {b['failed']} | "
+                f"**{r['ratio_engine_vs_bare']}x** |",
+            ]
+        i = found[f"{name}-poll{p}-{ERAS[0]}"]["inspector"]
+        vs = ", ".join(f"{era} engine **{found[f'{name}-poll{p}-{era}']['ratio_engine_vs_inspector']}x**"
+                       for era in ERAS)
+        rows.append(f"| {w} | Inspector {inspector_version} {inspector_how} | legacy | {inspector_does} | "
+                    f"{i['throughput']}{spread(i['rounds_throughput'])} | "
+                    f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | {vs} |")
+    return rows
+
+
+LIFECYCLE_HEAD = [
     "| server pollInterval | workload | client | era | what one lifecycle is | tasks/s (range) | latency ms p50 / p90 / p99 / max | failed | engine (same row's era) ÷ this |",
     "| ---: | --- | --- | --- | --- | ---: | --- | ---: | ---: |",
 ]
-for (name, tool, args, inspector_does), p in [(w, p) for p in POLLS for w in WORKLOADS]:
-    w = f"{p} ms | `{tool} {json.dumps(args, separators=(',', ':'))}`"
-    for era in ERAS:
-        r = results["lifecycles"][f"{name}-poll{p}-{era}"]
-        e, b = r["engine"], r["bare_client"]
-        md += [
-            f"| {w} | engine (`taskdeck-cli bench`) | {era} | task; store, driver, events; {HOW[era]} | "
-            f"{e['tasks_per_s']} ({spread(e['rounds_tasks_per_s'])}) | {lat(e['latency_ms'])} | {e['failed']} | 1 |",
-            f"| {w} | bare client (`taskdeck-bench bare`) | {era} | task; no store; progress asked and counted "
-            f"({b.get('progress_notifications', 0)} arrived); {HOW[era]} | "
-            f"{b['tasks_per_s']} ({spread(b['rounds_tasks_per_s'])}) | {lat(b['latency_ms'])} | {b['failed']} | "
-            f"**{r['ratio_engine_vs_bare']}x** |",
-        ]
-    i = results["lifecycles"][f"{name}-poll{p}-{ERAS[0]}"]["inspector"]
-    vs = ", ".join(f"{era} engine **{results['lifecycles'][f'{name}-poll{p}-{era}']['ratio_engine_vs_inspector']}x**"
-                   for era in ERAS)
-    md.append(f"| {w} | Inspector {inspector_version} `--cli --load` | legacy | {inspector_does} | "
-              f"{i['throughput']} ({spread(i['rounds_throughput'])}) | "
-              f"{lat(i['latencyMs'])} | {i['errors'] + i['toolErrors']} | {vs} |")
-md += [
-    "",
-    f"**Durable progress** ({pe['tasks']} tasks):",
-    "",
-    "| path | updates/s | commits | vs one commit each |",
-    "| --- | ---: | ---: | ---: |",
-    f"| one commit per update | {ps['updates_per_s']} | {ps['commits']} | 1 |",
-    f"| `apply_batch` of {pb['batch']}, every update written | {pb['updates_per_s']} | {pb['commits']} | "
-    f"{progress['ratio_batched_vs_single']}x |",
-    f"| engine path: latest per task, one `apply_batch` per {pe['flush_interval_ms']} ms | "
-    f"{pe['updates_per_s']} | {pe['commits']} ({pe['rows_written']} rows) | {progress['ratio_engine_vs_single']}x |",
-    "",
-    f"Engine path: slowest flush {pe['slowest_flush_ms']:.1f} ms, so a value is on disk at most "
-    f"{pe['flush_interval_ms'] + pe['slowest_flush_ms']:.0f} ms after it arrived.",
-    "",
-    "**Resume**:",
-    "",
-    "| tasks | `call`: resume() (all failed as interrupted) | `task`: resume() returns | `task`: all re-attached and settled |",
-    "| ---: | ---: | ---: | ---: |",
-]
-for n in sizes:
-    c, t = by.get(("call", n), {}), by.get(("task", n), {})
-    md.append(f"| {n} | {c.get('resume_returned_ms')} ms | {t.get('resume_returned_ms')} ms | "
-              f"{t.get('all_settled_ms')} ms |")
-if len(sizes) >= 2:
-    lo, hi = sizes[0], sizes[-1]
-    growth = {shape: ratio(by[(shape, hi)][key], by[(shape, lo)][key])
-              for shape, key in [("call", "resume_returned_ms"), ("task", "all_settled_ms")]}
-    results["resume"]["growth"] = {"from": lo, "to": hi, "size_ratio": ratio(hi, lo), **growth}
-    md += ["", f"From {lo} to {hi} tasks ({ratio(hi, lo)}x): `call` resume grows {growth['call']}x, "
-           f"`task` settle grows {growth['task']}x."]
-    with open(os.path.join(out, "results.json"), "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
 
+
+def met(x, target, strictly=False):
+    """Whether a ratio meets its target; "ahead of" the Inspector is strictly above 1."""
+    ok = x is not None and (x > target if strictly else x >= target)
+    return "met" if ok else "**missed**"
+
+
+md = [
+    f"Run of {results['when']} on commit `{machine['commit']}`: {machine['nproc']} cores, {machine['cpu']}, "
+    f"load average {' '.join(machine['loadavg_at_end'])} at the end; {machine['rustc']}, node {machine['node']}"
+    + ("" if ONLY == "all" else f"; only the {ONLY} part (`BENCH_ONLY={ONLY}`)") + ".",
+]
+if STDIO:
+    pe, ps, pb = progress["engine_path"], progress["commit_per_update"], progress["batched_every_update"]
+    by = {(r["shape"], r["tasks"]): r for r in resume["runs"]}
+    sizes = sorted({r["tasks"] for r in resume["runs"]})
+    md += [
+        "",
+        f"**Lifecycles**: {tasks} per client and workload ({LEGACY_TASKS} for the engine and the bare client in the "
+        f"legacy era, whose lifecycles take milliseconds), {conc} concurrent on one server process; "
+        f"{ROUNDS} rounds, clients alternating; each figure is the client's median round, with the range "
+        f"of all rounds in brackets.",
+        "",
+        *LIFECYCLE_HEAD,
+        *lifecycle_rows(results["lifecycles"], POLLS, "`--cli --load`"),
+        "",
+        f"**Durable progress** ({pe['tasks']} tasks):",
+        "",
+        "| path | updates/s | commits | vs one commit each |",
+        "| --- | ---: | ---: | ---: |",
+        f"| one commit per update | {ps['updates_per_s']} | {ps['commits']} | 1 |",
+        f"| `apply_batch` of {pb['batch']}, every update written | {pb['updates_per_s']} | {pb['commits']} | "
+        f"{progress['ratio_batched_vs_single']}x |",
+        f"| engine path: latest per task, one `apply_batch` per {pe['flush_interval_ms']} ms | "
+        f"{pe['updates_per_s']} | {pe['commits']} ({pe['rows_written']} rows) | {progress['ratio_engine_vs_single']}x |",
+        "",
+        f"Engine path: slowest flush {pe['slowest_flush_ms']:.1f} ms, so a value is on disk at most "
+        f"{pe['flush_interval_ms'] + pe['slowest_flush_ms']:.0f} ms after it arrived.",
+        "",
+        "**Resume**:",
+        "",
+        "| tasks | `call`: resume() (all failed as interrupted) | `task`: resume() returns | `task`: all re-attached and settled |",
+        "| ---: | ---: | ---: | ---: |",
+    ]
+    for n in sizes:
+        c, t = by.get(("call", n), {}), by.get(("task", n), {})
+        md.append(f"| {n} | {c.get('resume_returned_ms')} ms | {t.get('resume_returned_ms')} ms | "
+                  f"{t.get('all_settled_ms')} ms |")
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        growth = {shape: ratio(by[(shape, hi)][key], by[(shape, lo)][key])
+                  for shape, key in [("call", "resume_returned_ms"), ("task", "all_settled_ms")]}
+        results["resume"]["growth"] = {"from": lo, "to": hi, "size_ratio": ratio(hi, lo), **growth}
+        md += ["", f"From {lo} to {hi} tasks ({ratio(hi, lo)}x): `call` resume grows {growth['call']}x, "
+               f"`task` settle grows {growth['task']}x."]
+
+if HTTP:
+    h = results["http"]
+    md += [
+        "",
+        f"**HTTP round trips**: plain `tools/call` of `notes_search {{\"query\":\"deploy\"}}` (taskSupport "
+        f"forbidden, so no client makes a task), {HTTP_CALLS} per client, one at a time, over loopback HTTP "
+        f"to its own `taskdeck-demo-server --http 127.0.0.1:0`; {ROUNDS} rounds, clients alternating; each "
+        f"figure is the client's median round by p50, with the p50 of all rounds in brackets. Ratios are "
+        f"speeds: the other client's latency ÷ the engine's, so above 1 means Taskdeck is faster.",
+        "",
+        "| client | era | what one call is | calls/s | latency ms p50 (rounds) / p90 / p99 / max | failed | "
+        "p50: engine vs this | p99: engine vs this |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
+    ]
+    for era in ERAS:
+        r = h["round_trips"][era]
+        e, b = r["engine"], r["bare_client"]
+        el, bl = e["latency_ms"], b["latency_ms"]
+        md += [
+            f"| engine (`taskdeck-cli bench`) | {era} | call written to the store, sent by its driver, result "
+            f"stored, `Engine::wait` woken ({e.get('plain_calls')} of {e['tasks']} answered without a task) | "
+            f"{e['tasks_per_s']} | {el['p50']}{spread(e['rounds_p50_ms'])} / {el['p90']} / {el['p99']} / "
+            f"{el['max']} | {e['failed']} | 1 | 1 |",
+            f"| bare client (`taskdeck-bench bare`) | {era} | `start_tool` on one session, nothing stored "
+            f"({b.get('plain_calls')} of {b['tasks']} answered without a task) | {b['tasks_per_s']} | "
+            f"{bl['p50']}{spread(b['rounds_p50_ms'])} / {bl['p90']} / {bl['p99']} / {bl['max']} | {b['failed']} | "
+            f"**{r['ratio_engine_vs_bare']['p50']}x** | **{r['ratio_engine_vs_bare']['p99']}x** |",
+        ]
+    i = h["round_trips"][ERAS[0]]["inspector"]
+    il = i["latencyMs"]
+    vs = lambda q: ", ".join(f"{era} engine **{h['round_trips'][era]['ratio_engine_vs_inspector'][q]}x**"
+                             for era in ERAS)
+    md.append(f"| Inspector {inspector_version} `--cli --load --transport http` | legacy | `callTool` on one "
+              f"connection | {i['throughput']} | {il['p50']}{spread(i['rounds_p50_ms'])} / {il['p90']} / "
+              f"{il['p99']} / {il['max']} | {i['errors'] + i['toolErrors']} | {vs('p50')} | {vs('p99')} |")
+    md += [
+        "",
+        f"**HTTP lifecycles**: {HTTP_TASKS} per client and workload ({HTTP_LEGACY_TASKS} for the engine and the "
+        f"bare client in the legacy era), {conc} concurrent, each client run against its own "
+        f"`taskdeck-demo-server --http 127.0.0.1:0`; {ROUNDS} rounds as above.",
+        "",
+        *LIFECYCLE_HEAD,
+        *lifecycle_rows(h["lifecycles"], HTTP_POLLS, "`--cli --load --transport http`"),
+        "",
+        f"**HTTP targets** (ahead of the Inspector: above {HTTP_TARGETS['engine_vs_inspector']}x; at least "
+        f"{HTTP_TARGETS['engine_vs_bare']}x the bare client):",
+        "",
+        "| measurement | era | engine vs Inspector | | engine vs bare client | |",
+        "| --- | --- | ---: | --- | ---: | --- |",
+    ]
+    ti, tb = HTTP_TARGETS["engine_vs_inspector"], HTTP_TARGETS["engine_vs_bare"]
+    for era in ERAS:
+        r = h["round_trips"][era]
+        for q in ("p50", "p99"):
+            vi, vb = r["ratio_engine_vs_inspector"][q], r["ratio_engine_vs_bare"][q]
+            md.append(f"| round trip {q}, c=1 | {era} | {vi}x | {met(vi, ti, strictly=True)} | "
+                      f"{vb}x | {met(vb, tb)} |")
+    for p in HTTP_POLLS:
+        # `count` is a plain call for the Inspector, so only `generate_report` is task against task.
+        for era in ERAS:
+            r = h["lifecycles"][f"report-poll{p}-{era}"]
+            vi, vb = r["ratio_engine_vs_inspector"], r["ratio_engine_vs_bare"]
+            md.append(f"| `generate_report` lifecycles/s, c=10, {p} ms | {era} | {vi}x | "
+                      f"{met(vi, ti, strictly=True)} | {vb}x | {met(vb, tb)} |")
+        for era in ERAS:
+            r = h["lifecycles"][f"count-poll{p}-{era}"]
+            vb = r["ratio_engine_vs_bare"]
+            md.append(f"| `count` lifecycles/s, c=10, {p} ms | {era} | ({r['ratio_engine_vs_inspector']}x, "
+                      f"against plain calls) | | {vb}x | {met(vb, tb)} |")
+
+with open(os.path.join(out, "results.json"), "w") as f:
+    json.dump(results, f, indent=2)
+    f.write("\n")
 with open(os.path.join(out, "results.md"), "w") as f:
     f.write("\n".join(md) + "\n")
 print("\n".join(md))

@@ -5,7 +5,7 @@
 BENCH_OUT := target/bench
 BENCH_BINS := taskdeck-cli taskdeck-demo-server taskdeck-bench
 
-.PHONY: bench bench-deps bench-build
+.PHONY: bench bench-http bench-deps bench-build
 
 # The Inspector the lifecycle benchmark compares against, pinned in bench/package-lock.json. Its web
 # UI's vite is overridden to 7: vite 8 lists an optional package the registry here lacks, so npm ci
@@ -18,6 +18,11 @@ bench/node_modules/.installed: bench/package.json bench/package-lock.json | deps
 bench-build: | deps
 	cargo build --release --locked $(addprefix -p ,$(BENCH_BINS))
 
-# A hang fails the run instead of holding the machine; the whole run takes about 15 minutes.
+# A hang fails the run instead of holding the machine; the whole run takes about 25 minutes on
+# 2 cores, the stdio part about 15 of them. BENCH_ONLY=stdio or http runs one part.
 bench: bench-build bench-deps
 	timeout --kill-after=15 2400 bench/run.sh target/release $(BENCH_OUT)
+
+# Only the HTTP benchmarks (round trips at c=1, lifecycles at c=10, over loopback).
+bench-http: bench-build bench-deps
+	BENCH_ONLY=http timeout --kill-after=15 1200 bench/run.sh target/release $(BENCH_OUT)

@@ -45,13 +45,16 @@ impl SessionHandler for CountProgress {
 /// One lifecycle by the same means the engine uses: a legacy server's `tasks/result` blocks until
 /// the end; otherwise `tasks/get` at the server's interval until terminal. Returns whether it
 /// ended well.
-async fn lifecycle(session: &Session, tool: &str, arguments: &Value, n: usize) -> bool {
+async fn lifecycle(session: &Session, tool: &str, arguments: &Value, n: usize, plain: &AtomicUsize) -> bool {
     // Progress is asked for as the engine asks for it (a token per call), so the server does the
     // same work for both and the difference is the engine's own.
     let opts = StartOptions { progress_token: Some(format!("bare-{n}")), ttl_ms: None };
     let handle = match session.start_tool(tool, arguments.clone(), &opts).await {
         Ok(Started::Task(h)) => h,
-        Ok(Started::Completed(r)) => return !r.is_error(),
+        Ok(Started::Completed(r)) => {
+            plain.fetch_add(1, Ordering::Relaxed);
+            return !r.is_error();
+        }
         Err(_) => return false,
     };
     if session.era() == Era::Legacy {
@@ -90,11 +93,14 @@ pub async fn run(args: Args) -> Result<Value, String> {
     let era = format!("{:?}", session.era()).to_lowercase();
 
     let next = Arc::new(AtomicUsize::new(0));
+    // Calls the server answered with the result itself: for a tool that never runs as a task,
+    // every one, and then a lifecycle is one round trip.
+    let plain = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     let workers: Vec<_> = (0..args.concurrency)
         .map(|_| {
-            let (session, next, tool, arguments) =
-                (session.clone(), next.clone(), args.tool.clone(), args.arguments.clone());
+            let (session, next, plain, tool, arguments) =
+                (session.clone(), next.clone(), plain.clone(), args.tool.clone(), args.arguments.clone());
             let total = args.tasks;
             tokio::spawn(async move {
                 let mut mine = Vec::new();
@@ -104,7 +110,7 @@ pub async fn run(args: Args) -> Result<Value, String> {
                         break;
                     }
                     let t0 = Instant::now();
-                    let ok = lifecycle(&session, &tool, &arguments, n).await;
+                    let ok = lifecycle(&session, &tool, &arguments, n, &plain).await;
                     mine.push((t0.elapsed(), ok));
                 }
                 mine
@@ -129,5 +135,7 @@ pub async fn run(args: Args) -> Result<Value, String> {
         "tasks_per_s": stats::per_second(results.len(), took),
         "latency_ms": stats::latency_json(&latencies),
         "progress_notifications": progress.0.load(Ordering::Relaxed),
+        "plain_calls": plain.load(Ordering::Relaxed),
+        "transport": args.server.kind(),
     }))
 }

@@ -1,4 +1,6 @@
 //! `bench`: full task lifecycles through the engine and its store, measured from `run` to the end.
+//! For a tool the server answers at once (one that never runs as a task), a lifecycle is a plain
+//! `tools/call` round trip through the engine, and `plain_calls` says how many were.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,6 +22,9 @@ pub struct Report {
     pub failed: u64,
     pub tasks_per_s: f64,
     pub latency_ms: Latency,
+    /// Lifecycles the server answered with the result itself, no task created: plain calls, whose
+    /// latency is a round trip. A benchmark of round trips checks this equals `tasks`.
+    pub plain_calls: u64,
 }
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -53,9 +58,16 @@ pub async fn bench(engine: &Engine, server: &str, tool: &str, args: Value, n: u6
     }
     let mut latencies = Vec::with_capacity(n as usize);
     let mut failed = 0;
+    let mut plain = 0;
     let mut usage: Option<CliError> = None;
     while let Some(joined) = set.join_next().await {
         let (took, outcome) = joined.map_err(|e| CliError::runtime(format!("a lifecycle panicked: {e}")))?;
+        if let Ok(rec) = &outcome
+            && rec.remote_task_id.is_none()
+            && rec.status.is_terminal()
+        {
+            plain += 1;
+        }
         match outcome {
             Ok(rec) if rec.status == TaskStatus::Completed => latencies.push(took),
             Ok(_) => {
@@ -76,7 +88,7 @@ pub async fn bench(engine: &Engine, server: &str, tool: &str, args: Value, n: u6
     if let Some(e) = usage {
         return Err(e);
     }
-    Ok(report(n, c, failed, wall, latencies))
+    Ok(Report { plain_calls: plain, ..report(n, c, failed, wall, latencies) })
 }
 
 pub fn report(n: u64, c: u64, failed: u64, wall: Duration, mut latencies: Vec<Duration>) -> Report {
@@ -101,6 +113,7 @@ pub fn report(n: u64, c: u64, failed: u64, wall: Duration, mut latencies: Vec<Du
             p99: pct(99.0),
             max: latencies.last().map(|d| ms(*d)).unwrap_or(0.0),
         },
+        plain_calls: 0,
     }
 }
 

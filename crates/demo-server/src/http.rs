@@ -124,6 +124,11 @@ pub async fn serve(
             },
             _ = &mut shutdown => break,
         };
+        // An SSE answer goes out in several small writes; with Nagle's algorithm on, each after the
+        // first waits for the client's delayed ACK, some 40 ms, on every such answer.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
         let front = front.clone();
         tokio::spawn(async move {
             let _permit = permit;
