@@ -978,6 +978,29 @@ fn show_says_the_code_of_a_task_its_restarted_server_forgot_once() {
     assert!(out.stdout.contains("unknown task (code -32602) [UNKNOWN_TO_SERVER]"), "{out:?}");
 }
 
+#[test]
+fn answering_a_task_that_failed_or_was_cancelled_is_refused_with_how_it_ended() {
+    let env = fault_env("close-stdin");
+    assert_eq!(env.run(&["run", "fault", "job"]).code, 1);
+    let id = id_of(&env.wait_task(|t| t["status"] == "failed"));
+
+    let out = env.run(&["answer", &id, "--decline"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("task {id} is failed; refused to record an answer")), "{out:?}");
+    assert!(out.stderr.contains("it failed: the server no longer knows this task"), "{out:?}");
+    assert!(out.stderr.contains("(code -32602) [UNKNOWN_TO_SERVER]"), "{out:?}");
+
+    let env = Env::demo();
+    let child = env.spawn(&["run", "demo", "generate_report", "--args", &report(30.0)]);
+    let id = id_of(&env.wait_task(has_remote));
+    signal(child.id(), "INT");
+    assert_eq!(finish(child).code, 4);
+    let out = env.run(&["answer", &id, "--decline"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("task {id} is cancelled; refused")), "{out:?}");
+    assert!(out.stderr.contains("; it was cancelled: "), "{out:?}");
+}
+
 /// An environment with the demo server beside the given entries.
 fn demo_with(entries: Vec<(&'static str, Value)>) -> Env {
     let dir = tempfile::tempdir().unwrap();
