@@ -343,6 +343,11 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             } else {
                 terminal::out(&output::tasks_table(&done));
             }
+            // The exit stays 0 for these, as it always was (only a sign-in makes it 3); the line
+            // is what tells a person that a task is left waiting, and for what.
+            for line in output::left_waiting(&done, |id| engine.stalled(id)) {
+                terminal::err(&line);
+            }
             Ok(login::resume_exit(engine, &done))
         }
         Command::Bench { server, tool, tasks, concurrency, json, .. } => {

@@ -302,6 +302,24 @@ pub fn how_it_ended(t: &TaskRecord) -> Option<String> {
     }
 }
 
+/// For `resume`: one line for each task it left unfinished because nobody can drive it now (its
+/// server out of reach, or gone from the config): which server, why, and what to do. A task
+/// waiting for a sign-in is said by `login::resume_exit`, with the sign-in's own way out.
+pub fn left_waiting(tasks: &[TaskRecord], stalled: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .filter_map(|t| {
+            let why = stalled(&t.id).filter(|r| !r.starts_with("Sign-in needed"))?;
+            Some(format!(
+                "task {} ({}) is still {}, waiting for its server {:?}: {why}\n  \
+                 nothing is lost: run `taskdeck-cli resume` again once the server can be reached\n",
+                t.id, t.tool, t.status, t.server
+            ))
+        })
+        .collect()
+}
+
 pub fn timestamp(at: &DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

@@ -297,3 +297,23 @@ fn a_run_whose_server_stays_unreachable_says_the_task_has_not_failed_and_resume_
     );
     assert!(!out.stderr.contains("error:"), "nothing went wrong with the task: {out:?}");
 }
+
+#[test]
+fn resume_during_an_outage_says_which_task_waits_for_which_server_and_what_to_do() {
+    let (_state, mut server, env) = demo("modern");
+    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#]);
+    let t = env.wait_task(has_remote);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.kill();
+
+    let out = env.run(&["resume"]);
+    // As it always was: only a task waiting for a sign-in makes it 3.
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = id_of(&t);
+    let said = format!("task {id} (generate_report) is still working, waiting for its server \"demo\": ");
+    let line = out.stderr.lines().find(|l| l.starts_with(&said)).unwrap_or_else(|| panic!("{out:?}"));
+    assert!(line.contains("could not be reached"), "why: {line}");
+    assert!(out.stderr.contains("run `taskdeck-cli resume` again once the server can be reached"), "{out:?}");
+    assert_eq!(env.show(&id)["status"], "working");
+}
