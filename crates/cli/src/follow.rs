@@ -92,10 +92,14 @@ impl Follow<'_> {
                     ));
                     return Ok(EXIT_WAITING);
                 }
-                return Err(CliError::runtime(format!(
-                    "task {id} is still {} but cannot be followed now: {reason}; `taskdeck-cli resume` picks it up",
-                    rec.status
-                )));
+                // Not a failure of the task, which goes on at its server: the exit is its state's
+                // (`exit_for`), and the line says so and what picks it up.
+                terminal::err(&format!(
+                    "task {id} has not failed: it is still {} but cannot be followed now: {reason}\n\
+                     `taskdeck-cli resume` picks it up once its server {:?} can be reached again\n",
+                    rec.status, rec.server
+                ));
+                return Ok(exit_for(rec.status));
             }
             tokio::select! {
                 ev = rx.recv() => match ev {

@@ -292,11 +292,17 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
                 (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
             };
             if let Err(e) = engine.answer(&rec.id, input).await {
+                let now = engine.get(&rec.id).unwrap_or(rec);
                 // Refused or not delivered: a script still learns where the task is.
                 if record {
-                    output::print_json(&engine.get(&rec.id).unwrap_or(rec));
+                    output::print_json(&now);
                 }
-                return Err(e.into());
+                // A finished task's refusal says why it finished, as `show` would.
+                let mut e = CliError::from(e);
+                if let Some(why) = output::how_it_ended(&now) {
+                    e.message = format!("{}; {why}", e.message);
+                }
+                return Err(e);
             }
             follow(VecDeque::new(), record).run(&rec.id).await
         }
@@ -341,6 +347,11 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
                 eprintln!("nothing to resume");
             } else {
                 terminal::out(&output::tasks_table(&done));
+            }
+            // The exit stays 0 for these, as it always was (only a sign-in makes it 3); the line
+            // is what tells a person that a task is left waiting, and for what.
+            for line in output::left_waiting(&done, |id| engine.stalled(id)) {
+                terminal::err(&line);
             }
             Ok(login::resume_exit(engine, &done))
         }

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
-use taskdeck_engine::{ServerStatus, TaskEvent, TaskRecord, ToolInfo};
+use taskdeck_engine::{ServerStatus, TaskError, TaskEvent, TaskRecord, ToolInfo};
 use taskdeck_protocol::types::CallToolResult;
 
 /// `show --json`: the record, plus its history.
@@ -242,14 +242,7 @@ pub fn show_task(t: &TaskRecord, events: &[TaskEvent]) -> String {
         }
     }
     if let Some(e) = &t.error {
-        let mut s = e.message.clone();
-        if let Some(c) = e.code {
-            s = format!("{s} (code {c})");
-        }
-        if let Some(r) = &e.reason {
-            s = format!("{s} [{r}]");
-        }
-        fields.push(("error", s));
+        fields.push(("error", error_text(e)));
     }
     let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
     let mut out = String::new();
@@ -279,6 +272,52 @@ pub fn show_task(t: &TaskRecord, events: &[TaskEvent]) -> String {
     // The header row of an untitled table is blank.
     out.push_str(timeline.split_once('\n').map(|(_, rest)| rest).unwrap_or(""));
     out
+}
+
+/// A task's error as `show` prints it: the server's (or Taskdeck's) words, then the code and the
+/// reason from the typed error, each said once.
+pub fn error_text(e: &TaskError) -> String {
+    let mut s = e.message.clone();
+    if let Some(c) = e.code {
+        s = format!("{s} (code {c})");
+    }
+    if let Some(r) = &e.reason {
+        s = format!("{s} [{r}]");
+    }
+    s
+}
+
+/// How a finished task ended, in words from its record, for a refusal to say why; `None` for a
+/// task that has not ended, or completed (its status says all).
+pub fn how_it_ended(t: &TaskRecord) -> Option<String> {
+    match t.status {
+        taskdeck_protocol::TaskStatus::Failed => Some(match &t.error {
+            Some(e) => format!("it failed: {}", error_text(e)),
+            None => "it failed: no reason given".into(),
+        }),
+        taskdeck_protocol::TaskStatus::Cancelled => {
+            Some(format!("it was cancelled: {}", t.status_message.as_deref().unwrap_or("no reason given")))
+        }
+        _ => None,
+    }
+}
+
+/// For `resume`: one line for each task it left unfinished because nobody can drive it now (its
+/// server out of reach, or gone from the config): which server, why, and what to do. A task
+/// waiting for a sign-in is said by `login::resume_exit`, with the sign-in's own way out.
+pub fn left_waiting(tasks: &[TaskRecord], stalled: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .filter_map(|t| {
+            let why = stalled(&t.id).filter(|r| !r.starts_with("Sign-in needed"))?;
+            Some(format!(
+                "task {} ({}) is still {}, waiting for its server {:?}: {why}\n  \
+                 nothing is lost: run `taskdeck-cli resume` again once the server can be reached\n",
+                t.id, t.tool, t.status, t.server
+            ))
+        })
+        .collect()
 }
 
 pub fn timestamp(at: &DateTime<Utc>) -> String {

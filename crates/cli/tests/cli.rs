@@ -960,6 +960,47 @@ fn a_server_that_closes_its_input_mid_task_fails_the_task_and_leaves_no_process(
     }
 }
 
+#[test]
+fn show_says_the_code_of_a_task_its_restarted_server_forgot_once() {
+    let env = fault_env("close-stdin");
+    assert_eq!(env.run(&["run", "fault", "job"]).code, 1);
+    let task = env.wait_task(|t| t["status"] == "failed");
+    assert_eq!(
+        (task["error"]["code"].as_i64(), task["error"]["reason"].as_str()),
+        (Some(-32602), Some("UNKNOWN_TO_SERVER"))
+    );
+    let message = task["error"]["message"].as_str().unwrap();
+    assert!(message.ends_with(": unknown task"), "the server's words, without the code: {message}");
+
+    let out = env.run(&["show", &id_of(&task)]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.matches("-32602").count(), 1, "{out:?}");
+    assert!(out.stdout.contains("unknown task (code -32602) [UNKNOWN_TO_SERVER]"), "{out:?}");
+}
+
+#[test]
+fn answering_a_task_that_failed_or_was_cancelled_is_refused_with_how_it_ended() {
+    let env = fault_env("close-stdin");
+    assert_eq!(env.run(&["run", "fault", "job"]).code, 1);
+    let id = id_of(&env.wait_task(|t| t["status"] == "failed"));
+
+    let out = env.run(&["answer", &id, "--decline"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("task {id} is failed; refused to record an answer")), "{out:?}");
+    assert!(out.stderr.contains("it failed: the server no longer knows this task"), "{out:?}");
+    assert!(out.stderr.contains("(code -32602) [UNKNOWN_TO_SERVER]"), "{out:?}");
+
+    let env = Env::demo();
+    let child = env.spawn(&["run", "demo", "generate_report", "--args", &report(30.0)]);
+    let id = id_of(&env.wait_task(has_remote));
+    signal(child.id(), "INT");
+    assert_eq!(finish(child).code, 4);
+    let out = env.run(&["answer", &id, "--decline"]);
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("task {id} is cancelled; refused")), "{out:?}");
+    assert!(out.stderr.contains("; it was cancelled: "), "{out:?}");
+}
+
 /// An environment with the demo server beside the given entries.
 fn demo_with(entries: Vec<(&'static str, Value)>) -> Env {
     let dir = tempfile::tempdir().unwrap();

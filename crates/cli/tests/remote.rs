@@ -268,3 +268,52 @@ fn a_session_stored_for_one_url_is_never_sent_to_another() {
     assert_ne!(env.stored_session().as_deref(), Some(old.as_str()));
     assert_eq!(env.show(&id)["status"], "failed", "the new session knows nothing of the task");
 }
+
+/// The demo server's task left running under a CLI whose server then went away for good.
+fn outage(era: &str) -> (tempfile::TempDir, Env, String, std::process::Child) {
+    let (state, mut server, env) = demo(era);
+    let child = env
+        .cmd(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let id = id_of(&env.wait_task(has_remote));
+    server.kill();
+    (state, env, id, child)
+}
+
+#[test]
+fn a_run_whose_server_stays_unreachable_says_the_task_has_not_failed_and_resume_picks_it_up() {
+    let (_state, env, id, child) = outage("modern");
+    let out: Out = child.wait_with_output().unwrap().into();
+    assert_eq!(env.show(&id)["status"], "working", "{out:?}");
+    // The contract's code for a task the run could not follow to its end (`exit_for(Working)`).
+    assert_eq!(out.code, 1, "{out:?}");
+    assert!(out.stderr.contains(&format!("task {id} has not failed: it is still working")), "{out:?}");
+    assert!(
+        out.stderr.contains("`taskdeck-cli resume` picks it up once its server \"demo\" can be reached"),
+        "{out:?}"
+    );
+    assert!(!out.stderr.contains("error:"), "nothing went wrong with the task: {out:?}");
+}
+
+#[test]
+fn resume_during_an_outage_says_which_task_waits_for_which_server_and_what_to_do() {
+    let (_state, mut server, env) = demo("modern");
+    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#]);
+    let t = env.wait_task(has_remote);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    server.kill();
+
+    let out = env.run(&["resume"]);
+    // As it always was: only a task waiting for a sign-in makes it 3.
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = id_of(&t);
+    let said = format!("task {id} (generate_report) is still working, waiting for its server \"demo\": ");
+    let line = out.stderr.lines().find(|l| l.starts_with(&said)).unwrap_or_else(|| panic!("{out:?}"));
+    assert!(line.contains("could not be reached"), "why: {line}");
+    assert!(out.stderr.contains("run `taskdeck-cli resume` again once the server can be reached"), "{out:?}");
+    assert_eq!(env.show(&id)["status"], "working");
+}

@@ -239,6 +239,17 @@ impl ConfigFile {
         Ok(())
     }
 
+    /// Sets one key of the entry `name` where it is (appended when new, removed for `None`), for
+    /// an editor of one key beside this module's own (`roots_edit`). Refused unless the entry
+    /// would be read back.
+    pub(crate) fn set_key(&mut self, name: &str, key: &str, value: Option<Value>) -> Result<(), EditError> {
+        let mut entry = self.object(name)?.clone();
+        set(&mut entry, key, value);
+        check_entry(&self.path, name, &entry)?;
+        self.servers_mut().insert(name.to_owned(), Value::Object(entry));
+        Ok(())
+    }
+
     /// The text [`ConfigFile::save`] writes.
     pub fn text(&self) -> String {
         // A map of JSON values always serialises.

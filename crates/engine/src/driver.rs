@@ -272,8 +272,17 @@ fn cannot_follow(hub: &Hub, id: &str, e: &ClientError) {
 }
 
 fn unknown_to_server(hub: &Hub, id: &str, e: &ClientError) {
-    let message = format!("the server no longer knows this task (it may have restarted or expired it): {e}");
-    hub.gate.apply_quietly(id, failure(Some(codes::INVALID_PARAMS), message, FailureReason::UnknownToServer));
+    // The typed error carries the code, and front ends print it from there: the message keeps only
+    // the server's words, or every view would say the code twice.
+    let (code, words) = match e.rpc_error() {
+        Some(rpc) => (rpc.code, rpc.message.clone()),
+        None => (codes::INVALID_PARAMS, e.to_string()),
+    };
+    let mut message = "the server no longer knows this task (it may have restarted or expired it)".to_owned();
+    if !words.trim().is_empty() {
+        message = format!("{message}: {words}");
+    }
+    hub.gate.apply_quietly(id, failure(Some(code), message, FailureReason::UnknownToServer));
 }
 
 /// Follows an attached task to its end: the server's reports from the driver queue (status

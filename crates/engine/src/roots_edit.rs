@@ -1,47 +1,47 @@
 //! The config side of a server's grants: writing its `roots` to the config file, and telling an
 //! edit that changed only grants (roots, log level) from one that needs a restart. Apart from
-//! `roots` so that the config module can read a grant without this module's writing.
+//! `roots` so that the config module can read a grant without this module's writing, which goes
+//! through `config_edit`, the config's one writer.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, Paths};
+use crate::config_edit::{ConfigFile, EditError};
 
-/// Writes `roots` as the `roots` of `server`'s entry in the config file at `path`, everything else
-/// in the file kept as written (key order included), privately and atomically (the app watches the
-/// file; it must never read half of it). An empty grant removes the key. The grant is checked as a
-/// load would check it before anything is written. Self-contained on purpose: one function to
-/// switch to a general config editor.
+/// Writes `roots` as the `roots` of `server`'s entry in the config file at `path`, through the
+/// config's one writer ([`ConfigFile`]): everything else in the file kept as written (key order
+/// included), privately and atomically (the app watches the file; it must never read half of it),
+/// within the size a load reads. An empty grant removes the key. The grant is checked as a load
+/// would check it before anything is written.
 pub fn write_grant(path: &Path, server: &str, roots: &[String]) -> Result<Vec<PathBuf>, ConfigError> {
-    let read_err = |reason: String| ConfigError::Read { file: path.to_owned(), reason };
-    let text = crate::config::read_limited(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => {
-            read_err("there is no config file yet (the built-in default is in use): edit the config first".into())
-        }
-        _ => read_err(e.to_string()),
-    })?;
-    let mut root: Value =
-        serde_json::from_str(&text).map_err(|e| ConfigError::Json { file: path.to_owned(), reason: e.to_string() })?;
     let field = |reason: String| ConfigError::Field {
         file: path.to_owned(),
         field: format!("mcpServers.{server}.roots"),
         reason,
     };
-    let entry = root
-        .get_mut("mcpServers")
-        .and_then(|m| m.get_mut(server))
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| field("the server has no entry in this file".into()))?;
+    let edit_error = |e: EditError| match e {
+        EditError::Config(e) => e,
+        EditError::NotFound { .. } => field("the server has no entry in this file".into()),
+        EditError::Invalid { field, reason } => ConfigError::Field { file: path.to_owned(), field, reason },
+        EditError::Write { reason, .. } => field(format!("cannot write the config: {reason}")),
+        e @ EditError::Exists { .. } => field(e.to_string()),
+    };
+    // A grant only ever edits a file that is there, so the data directory (which names the demo
+    // entry of a config not written yet) plays no part.
+    let mut file =
+        ConfigFile::open(&Paths { config: path.to_owned(), data_dir: PathBuf::new() }).map_err(edit_error)?;
+    if !file.exists() {
+        return Err(ConfigError::Read {
+            file: path.to_owned(),
+            reason: "there is no config file yet (the built-in default is in use): edit the config first".into(),
+        });
+    }
     let value = Value::from(roots.iter().map(|r| Value::from(r.trim())).collect::<Vec<_>>());
     let granted = crate::roots::parse(Some(&value), path.parent().unwrap_or(Path::new("."))).map_err(field)?;
-    if roots.is_empty() {
-        entry.remove("roots");
-    } else {
-        entry.insert("roots".into(), value);
-    }
-    let text = serde_json::to_string_pretty(&root).unwrap_or_default() + "\n";
-    taskdeck_store::private_fs::write_atomic(path, text.as_bytes()).map_err(|e| read_err(e.to_string()))?;
+    file.set_key(server, "roots", (!roots.is_empty()).then_some(value)).map_err(edit_error)?;
+    file.save().map_err(edit_error)?;
     Ok(granted)
 }
 
@@ -80,5 +80,19 @@ mod tests {
         assert!(write_grant(&path, "nobody", &[]).unwrap_err().to_string().contains("no entry"));
         assert!(write_grant(&path, "zed", &["".into()]).is_err());
         assert!(write_grant(&dir.path().join("absent.json"), "zed", &[]).is_err());
+    }
+
+    #[test]
+    fn a_grant_that_would_make_the_config_too_large_to_load_is_refused_and_the_file_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.json");
+        // Just under what a load reads; the grant tips it over.
+        let pad = "x".repeat(crate::config::MAX_CONFIG_BYTES as usize - 200);
+        let text = format!(r#"{{"mcpServers": {{"zed": {{"command": "z"}}}}, "notes": "{pad}"}}"#);
+        std::fs::write(&path, &text).unwrap();
+        let long = format!("/home/me/{}", "deep/".repeat(60));
+        let e = write_grant(&path, "zed", &[long]).unwrap_err().to_string();
+        assert!(e.contains("mcpServers.zed.roots") && e.contains("larger than"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "nothing written");
     }
 }
