@@ -266,3 +266,22 @@ fn two_questions_at_once_are_shown_together_and_answered_in_order_in_one_update(
     let answer = answer_event(&t);
     assert_eq!(answer["data"]["answers"].as_array().map(Vec::len), Some(2), "one update, both answers: {answer}");
 }
+
+#[test]
+fn a_server_whose_policy_refuses_sampling_gets_a_refusal_it_can_read_and_nobody_is_asked() {
+    for era in [None, Some("legacy")] {
+        let env = Env::demo(era);
+        let mut root: Value = serde_json::from_str(&std::fs::read_to_string(&env.config).unwrap()).unwrap();
+        root["mcpServers"]["demo"]["sampling"] = json!("refuse");
+        std::fs::write(&env.config, root.to_string()).unwrap();
+        let out = env.run(&["run", "demo", "summarize_findings", "--args", r#"{"topic": "x"}"#, "--json"]);
+        assert_eq!(out.code, 1, "{era:?}: {out:?}");
+        let t = out.json();
+        assert_eq!(t["status"], "failed", "{era:?}: {t}");
+        assert!(result_text(&t).starts_with("no summary:"), "{era:?}: {t}");
+        assert!(answer_event(&env.show(&id_of(&t))).is_null(), "nobody answered: {t}");
+        if era.is_some() {
+            assert!(result_text(&t).contains("refused for this server by the user's settings"), "{t}");
+        }
+    }
+}

@@ -69,7 +69,7 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
         TaskStatus::InputRequired => match s.questions.iter().find(|q| asked(q) && !answered(rec, q)) {
             // Only what was answered already: the server has not taken the answer into its list
             // yet (its acknowledgement is eventually consistent), which is no news.
-            None if s.questions.iter().any(|q| asked(q)) => {}
+            None if s.questions.iter().any(&asked) => {}
             // Several at once: all of them are the user's, asked together and answered together.
             Some(_) if s.questions.iter().filter(|q| asked(q) && !answered(rec, q)).count() > 1 => {
                 let questions: Vec<Question> =
