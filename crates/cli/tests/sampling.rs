@@ -102,8 +102,10 @@ fn answer_event(task: &Value) -> Value {
     task["events"].as_array().unwrap().iter().rev().find(|e| e["kind"] == "answer").cloned().unwrap_or(Value::Null)
 }
 
+/// Every text block of the task's result, joined.
 fn result_text(task: &Value) -> String {
-    task["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    let blocks = task["result"]["content"].as_array().cloned().unwrap_or_default();
+    blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
@@ -284,4 +286,35 @@ fn a_server_whose_policy_refuses_sampling_gets_a_refusal_it_can_read_and_nobody_
             assert!(result_text(&t).contains("refused for this server by the user's settings"), "{t}");
         }
     }
+}
+
+#[test]
+fn the_reference_servers_async_sampling_and_elicitation_run_as_tasks_hosted_here_and_get_the_answer() {
+    let env = Env::everything();
+    let tools = env.run(&["tools", "everything"]);
+    assert!(tools.stdout.contains("trigger-sampling-request-async"), "{tools:?}");
+    assert!(tools.stdout.contains("trigger-elicitation-request-async"), "{tools:?}");
+    let out = env.run(&[
+        "run",
+        "everything",
+        "trigger-sampling-request-async",
+        "--args",
+        r#"{"prompt": "Capital of Peru?"}"#,
+        "--answer",
+        r#"{"text": "Lima."}"#,
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let text = result_text(&out.json());
+    assert!(text.contains("Lima.") && !text.contains("[SYNC]"), "the server polled a task hosted here: {text}");
+
+    let answer = r#"{"name": "Ada", "favoriteColor": "Green"}"#;
+    let out = env.run(&["run", "everything", "trigger-elicitation-request-async", "--answer", answer, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    let text = result_text(&t);
+    assert!(text.contains("Name: Ada") && text.contains("Poll 1: completed") && !text.contains("[SYNC]"), "{t}");
+    let shown = env.show(&id_of(&t));
+    let asked = shown["events"].as_array().unwrap().iter().find(|e| e["kind"] == "question").cloned().unwrap();
+    assert!(asked["data"]["request"]["params"]["task"].is_object(), "{asked}");
 }

@@ -16,6 +16,7 @@ pub mod auth;
 mod endpoint;
 mod error;
 mod follow;
+mod hosted;
 mod model;
 mod process;
 mod session;

@@ -210,6 +210,11 @@ fn result_defs(era: Era, sender: Sender, answering: &str, result: &Value) -> Opt
         (Era::Legacy, Sender::Server, "tasks/list") => (Legacy, "ListTasksResult"),
         (Era::Legacy, Sender::Server, "tasks/cancel") => (Legacy, "CancelTaskResult"),
         (Era::Legacy, _, "ping") => (Legacy, "EmptyResult"),
+        (Era::Legacy, Sender::Client, "elicitation/create" | "sampling/createMessage")
+            if result.get("task").is_some() =>
+        {
+            (Legacy, "CreateTaskResult")
+        }
         (Era::Legacy, Sender::Client, "elicitation/create") => (Legacy, "ElicitResult"),
         (Era::Legacy, Sender::Client, "roots/list") => (Legacy, "ListRootsResult"),
         (Era::Legacy, Sender::Client, "sampling/createMessage") => (Legacy, "CreateMessageResult"),
