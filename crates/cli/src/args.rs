@@ -128,9 +128,10 @@ pub enum Command {
     Answer {
         task: String,
         /// Accept, with this JSON object as the content (for a sampling request: the reply, a
-        /// CreateMessageResult or {"text": "..."}).
+        /// CreateMessageResult or {"text": "..."}). With several questions pending, give one per
+        /// question, in order: they go to the server together.
         #[arg(long, value_name = "JSON")]
-        json: Option<String>,
+        json: Vec<String>,
         #[arg(long)]
         decline: bool,
         #[arg(long)]

@@ -251,9 +251,12 @@ impl Follow<'_> {
     fn print_waiting(&self, rec: &TaskRecord) {
         let mut text = format!("task {} is waiting for input\n", rec.id);
         // Several at once: each is described; `answer` answers the first, and the rest are asked
-        // again after it (`run --answer A --answer B` answers them all in one go).
+        // again after it, or all of them with one `--json` each, in order, in one go.
         if rec.questions.len() > 1 {
-            text.push_str(&format!("{} questions are pending, in this order:\n", rec.questions.len()));
+            text.push_str(&format!(
+                "{} questions are pending (answer them all at once with one --json per question, in this order):\n",
+                rec.questions.len()
+            ));
             for (i, q) in rec.questions.iter().enumerate().skip(1) {
                 let one = one_question(rec, q);
                 text.push_str(&format!("#{}: ", i + 1));

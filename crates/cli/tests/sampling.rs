@@ -228,7 +228,7 @@ fn two_questions_at_once_are_shown_together_and_answered_in_order_in_one_update(
     let args = r#"{"version": "3.0"}"#;
     let out = env.run(&["run", "demo", "plan_release", "--args", args]);
     assert_eq!(out.code, 3, "{out:?}");
-    assert!(out.stderr.contains("2 questions are pending"), "{out:?}");
+    assert!(out.stderr.contains("2 questions are pending (answer them all at once"), "{out:?}");
     assert!(out.stderr.contains("#2: demo asks for a language model's reply"), "{out:?}");
     assert!(out.stderr.contains("#1: demo asks: Where should 3.0 be released?"), "{out:?}");
     let id = id_of(&env.only_task());
@@ -247,6 +247,21 @@ fn two_questions_at_once_are_shown_together_and_answered_in_order_in_one_update(
     let out = env.run(&["answer", &id, "--json", r#"{"text": "Faster search."}"#]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(result_text(&env.show(&id)).contains("Release 3.0 to production"));
+
+    // A new process answers both at once, one --json per question; a count that does not fit is
+    // refused before anything is sent.
+    let out = env.run(&["run", "demo", "plan_release", "--args", args]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = id_of(&env.only_task());
+    let env_json = r#"{"environment": "staging"}"#;
+    let out = env.run(&["answer", &id, "--json", env_json, "--json", "{}", "--json", "{}"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("2 questions are pending"), "{out:?}");
+    let out = env.run(&["answer", &id, "--json", env_json, "--json", r#"{"text": "Both at once."}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = env.show(&id);
+    assert!(result_text(&t).contains("Release note (human): Both at once."), "{t}");
+    assert_eq!(answer_event(&t)["data"]["answers"].as_array().map(Vec::len), Some(2), "{t}");
 
     // Answers given up front go in order, together, in one answer.
     let out = env.run(&[
