@@ -72,7 +72,7 @@ pub fn summary_of(t: &TaskRecord, pinned: bool) -> TaskSummary {
                 match q.asks {
                     Asks::Form { .. } => "form",
                     Asks::Url { .. } => "url",
-                    Asks::Sampling => "sampling",
+                    Asks::Sampling { .. } => "sampling",
                     Asks::Roots => "roots",
                     Asks::Malformed { .. } => "malformed",
                     Asks::Unsupported { .. } => "unsupported",

@@ -128,16 +128,24 @@ pub enum Command {
         json: bool,
     },
     /// Answers a task's pending question, then follows it like `run`.
-    #[command(group(ArgGroup::new("reply").required(true).args(["json", "decline", "cancel"])))]
+    #[command(group(ArgGroup::new("reply").required(true).args(["json", "decline", "cancel", "sample"])))]
     Answer {
         task: String,
-        /// Accept, with this JSON object as the content.
+        /// Accept, with this JSON object as the content (for a sampling request: the reply, a
+        /// CreateMessageResult or {"text": "..."}). With several questions pending, give one per
+        /// question, in order: they go to the server together.
         #[arg(long, value_name = "JSON")]
-        json: Option<String>,
+        json: Vec<String>,
         #[arg(long)]
         decline: bool,
         #[arg(long)]
         cancel: bool,
+        /// A sampling request: sends it to the configured model, prints the completion and returns it.
+        #[arg(long)]
+        sample: bool,
+        /// With --sample: read and edit the completion before it goes back.
+        #[arg(long, requires = "sample")]
+        edit: bool,
         /// Prints the task record as JSON, as `run --json` does, whatever the exit code (`--json`
         /// is the answer's content here).
         #[arg(long)]

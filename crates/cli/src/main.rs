@@ -13,6 +13,7 @@ mod import;
 mod login;
 mod logs;
 mod output;
+mod sampling;
 mod terminal;
 
 use std::collections::VecDeque;
@@ -194,7 +195,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
 struct Prepared {
     args: Value,
     answers: VecDeque<Map<String, Value>>,
-    accept: Option<Map<String, Value>>,
+    accept: Option<Vec<Map<String, Value>>>,
 }
 
 impl Prepared {
@@ -211,9 +212,12 @@ impl Prepared {
                 }
             }
             Command::Bench { args, .. } => p.args = json_object("--args", args.as_deref())?,
-            Command::Answer { json: Some(j), .. } => {
-                if let Value::Object(m) = json_object("--json", Some(j))? {
-                    p.accept = Some(m);
+            Command::Answer { json, .. } => {
+                for (i, j) in json.iter().enumerate() {
+                    let flag = if json.len() == 1 { "--json".to_owned() } else { format!("--json #{}", i + 1) };
+                    if let Value::Object(m) = json_object(&flag, Some(j))? {
+                        p.accept.get_or_insert_with(Vec::new).push(m);
+                    }
                 }
             }
             _ => {}
@@ -282,16 +286,22 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             login::refused_before_start(engine, &rec).await?;
             outcome
         }
-        Command::Answer { task, decline, cancel, record, .. } => {
+        Command::Answer { task, decline, cancel, record, sample, edit, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
-            let input = match (prepared.accept, decline, cancel) {
-                (Some(content), _, _) => AnswerInput::Accept(content),
-                (None, true, _) => AnswerInput::Decline,
-                (None, _, true) => AnswerInput::Cancel,
-                // clap's group requires one of the three.
-                (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
+            let inputs = match (prepared.accept, decline, cancel) {
+                (Some(contents), _, _) => contents.into_iter().map(AnswerInput::Accept).collect(),
+                (None, true, _) => vec![AnswerInput::Decline],
+                (None, _, true) => vec![AnswerInput::Cancel],
+                (None, false, false) if sample => vec![sampling::sample(engine, &rec.id, edit).await?],
+                // clap's group requires one of them.
+                (None, false, false) => return Err(CliError::usage("give --json, --decline, --cancel or --sample")),
             };
-            if let Err(e) = engine.answer(&rec.id, input).await {
+            // One answer answers the first question pending; one per question answers them all.
+            let answered = match <[AnswerInput; 1]>::try_from(inputs) {
+                Ok([input]) => engine.answer(&rec.id, input).await,
+                Err(inputs) => engine.answer_all(&rec.id, inputs).await,
+            };
+            if let Err(e) = answered {
                 let now = engine.get(&rec.id).unwrap_or(rec);
                 // Refused or not delivered: a script still learns where the task is.
                 if record {

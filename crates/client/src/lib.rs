@@ -17,6 +17,7 @@ mod endpoint;
 mod error;
 mod follow;
 mod host;
+mod hosted;
 mod model;
 mod process;
 mod session;
@@ -29,8 +30,8 @@ pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
 pub use host::ROOTS_LIST_CHANGED;
 pub use model::{
-    Asks, Discard, Question, QuestionKey, QuestionRequest, Resumable, Resumption, ServerInfo, SessionEvent, Started,
-    TaskSnapshot,
+    Asks, Discard, Question, QuestionKey, QuestionRequest, Reply, Resumable, Resumption, ServerInfo, SessionEvent,
+    Started, TaskSnapshot,
 };
 pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};

@@ -136,7 +136,7 @@ pub(crate) struct Shared {
     pending: Mutex<HashMap<RequestId, (String, Pending)>>,
     next_id: AtomicI64,
     pub(crate) state: Mutex<State>,
-    handler: Arc<dyn SessionHandler>,
+    pub(crate) handler: Arc<dyn SessionHandler>,
     stderr: Mutex<StderrLog>,
 }
 
@@ -176,6 +176,8 @@ pub(crate) struct State {
     pub tracker: TaskTracker,
     /// Open legacy questions: the server's request id and the task it belongs to.
     pub questions: HashMap<RequestId, Option<String>>,
+    /// Questions the server made tasks on Taskdeck's side (legacy `params.task`).
+    pub(crate) hosted: crate::hosted::HostedTasks,
     pub resumption: Resumption,
     /// `tools/call` requests in flight that `notifications/cancelled` may stop, by their progress
     /// token (`crate::tasks`): plain calls, and modern calls not yet answered with a task.
@@ -201,7 +203,7 @@ pub struct Session {
     pub(crate) shared: Arc<Shared>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -944,7 +946,7 @@ fn task_handle(shared: &Shared, result: &Value) -> Option<TaskSnapshot> {
     }
 }
 
-fn respond(shared: &Shared, msg: Message) {
+pub(crate) fn respond(shared: &Shared, msg: Message) {
     if let Err(e) = shared.transport.send(msg.to_line()) {
         tracing::warn!(server = %shared.name, error = %e, "could not answer a server request");
     }
@@ -957,7 +959,7 @@ fn on_request(shared: &Shared, r: Request) {
             let roots = shared.handler.roots();
             respond(shared, Message::result(r.id, json!({ "roots": roots })));
         }
-        methods::ELICITATION_CREATE => {
+        methods::ELICITATION_CREATE | methods::SAMPLING_CREATE_MESSAGE => {
             let task_id = meta::related_task_id(r.params.as_ref(), None).map(str::to_owned);
             let request = QuestionRequest { method: r.method, params: r.params.unwrap_or(Value::Null) };
             let q = Question::decode(QuestionKey::Request(r.id.clone()), task_id.clone(), request);
@@ -965,8 +967,20 @@ fn on_request(shared: &Shared, r: Request) {
                 respond(shared, Message::error(Some(r.id), ErrorObject::new(codes::INVALID_PARAMS, reason.clone())));
                 return;
             }
-            lock(&shared.state).questions.insert(r.id, task_id);
+            // A server that asked for its question to run as a task here gets the handle at once.
+            let hosted = q.request.params.get("task").filter(|t| t.is_object()).cloned();
+            lock(&shared.state).questions.insert(r.id.clone(), task_id);
+            if let Some(task) = hosted {
+                let created = crate::hosted::accept(shared, &r.id, &task);
+                respond(shared, Message::result(r.id, created));
+            }
             shared.handler.on_event(SessionEvent::Question(q));
+        }
+        methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_CANCEL => {
+            if let Some(r) = crate::hosted::on_request(shared, r) {
+                let error = ErrorObject::new(codes::INVALID_PARAMS, "no task with this id is hosted by Taskdeck");
+                respond(shared, Message::error(Some(r.id), error));
+            }
         }
         other => respond(
             shared,
@@ -1076,13 +1090,20 @@ impl Session {
         &self.shared.handler
     }
 
-    /// Answers an open legacy question by responding to the server's request.
-    pub(crate) fn respond_to_question(&self, id: &RequestId, result: Value) -> Result<(), ClientError> {
+    /// Answers an open legacy question by responding to the server's request: with its result, or
+    /// with an error (a declined sampling request, which has no refusal in its result).
+    pub(crate) fn respond_to_question(&self, id: &RequestId, reply: crate::Reply) -> Result<(), ClientError> {
         let task_id = lock(&self.shared.state)
             .questions
             .remove(id)
             .ok_or_else(|| ClientError::NoSuchQuestion { server: self.shared.name.clone(), key: id.to_string() })?;
-        let mut result = result;
+        if crate::hosted::complete(&self.shared, id, &reply) {
+            return Ok(());
+        }
+        let mut result = match reply {
+            crate::Reply::Result(result) => result,
+            crate::Reply::Refused(error) => return self.send(&Message::error(Some(id.clone()), error)),
+        };
         if let (Some(task_id), Some(obj)) = (task_id, result.as_object_mut()) {
             let meta_entry = obj.entry("_meta").or_insert_with(|| json!({}));
             if let Some(m) = meta_entry.as_object_mut() {

@@ -279,3 +279,56 @@ async fn an_empty_answer_to_the_era_probe_means_a_legacy_server() {
     assert_eq!(session.era(), Era::Legacy);
     assert_eq!(session.info().name.as_deref(), Some("lenient"));
 }
+
+#[tokio::test]
+async fn a_question_the_server_makes_a_task_is_hosted_here_until_answered_or_cancelled() {
+    let rec = Recorder::new();
+    let (session, mut peer, _seen) = connected(rec.clone()).await;
+    let send = |msg: Value| Received::Message(msg.to_string());
+    let ask = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "sampling/createMessage", "params": {"task": {"ttl": 60000},
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 5}})
+    };
+    let call = |id: &str, method: &str, task: &str| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}});
+
+    // The handle comes at once; the question goes to the user.
+    peer.deliver(send(ask("s1"))).await;
+    let handle = peer.next_request().await;
+    assert_eq!(
+        (handle["id"].as_str(), handle["result"]["task"]["status"].as_str()),
+        (Some("s1"), Some("input_required"))
+    );
+    assert_eq!(handle["result"]["task"]["ttl"], 60000);
+    let task = handle["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    let key =
+        match rec.wait_for(Duration::from_secs(5), "the question", |e| matches!(e, SessionEvent::Question(_))).await {
+            SessionEvent::Question(q) => q.key,
+            other => unreachable!("{other:?}"),
+        };
+    peer.deliver(send(call("g1", "tasks/get", &task))).await;
+    assert_eq!(peer.next_request().await["result"]["status"], "input_required");
+    // A tasks/result waits for the answer, which reaches it with the related task.
+    peer.deliver(send(call("r1", "tasks/result", &task))).await;
+    let reply = json!({"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "human"});
+    session.reply(&key, None, taskdeck_client::Reply::Result(reply)).await.unwrap();
+    let result = peer.next_request().await;
+    assert_eq!((result["id"].as_str(), result["result"]["content"]["text"].as_str()), (Some("r1"), Some("hello")));
+    assert_eq!(result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], task.as_str());
+    peer.deliver(send(call("g2", "tasks/get", &task))).await;
+    assert_eq!(peer.next_request().await["result"]["status"], "completed");
+
+    // Cancelled by the server: the question is withdrawn, and answering it finds nothing.
+    peer.deliver(send(ask("s2"))).await;
+    let task2 = peer.next_request().await["result"]["task"]["taskId"].as_str().unwrap().to_owned();
+    peer.deliver(send(call("c1", "tasks/cancel", &task2))).await;
+    assert_eq!(peer.next_request().await["result"]["status"], "cancelled");
+    rec.wait_for(Duration::from_secs(5), "the withdrawal", |e| matches!(e, SessionEvent::QuestionWithdrawn { .. }))
+        .await;
+    let key2 = taskdeck_client::QuestionKey::Request("s2".into());
+    let refused = taskdeck_client::Reply::Refused(taskdeck_protocol::ErrorObject::new(-1, "no"));
+    assert!(matches!(session.reply(&key2, None, refused).await, Err(ClientError::NoSuchQuestion { .. })));
+
+    // A task Taskdeck does not host is an error the server reads.
+    peer.deliver(send(call("g3", "tasks/get", "nope"))).await;
+    assert_eq!(peer.next_request().await["error"]["code"], -32602);
+}

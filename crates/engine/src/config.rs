@@ -209,6 +209,9 @@ pub struct ServerSettings {
     pub roots: Vec<PathBuf>,
     /// `logLevel`: the least severe MCP log entries the server is asked to send (`logging/setLevel`).
     pub log_level: Option<crate::logs::LogLevel>,
+    /// `sampling`: what the server's requests for a language model's reply get (`"ask"`, the
+    /// default; `{"auto": {"maxTokensPerTask": N}}`; `"refuse"`).
+    pub sampling: crate::sampling::SamplingPolicy,
 }
 
 /// A config entry that could not be read: listed with its error, never started.
@@ -308,7 +311,7 @@ impl Config {
 
 /// Keys every entry may have, whatever its transport.
 const COMMON_KEYS: &[&str] =
-    &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era", "roots", "logLevel"];
+    &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era", "roots", "logLevel", "sampling"];
 /// Keys of a local server started as a process.
 const STDIO_KEYS: &[&str] = &["command", "args", "env", "envFile", "cwd", "inheritEnv"];
 /// Keys of a remote server.
@@ -478,6 +481,12 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
                 self.err("logLevel", "must be one of debug, info, notice, warning, error, critical, alert, emergency")
             })?),
         };
+        let sampling = match entry.get("sampling") {
+            None | Some(Value::Null) => Default::default(),
+            Some(v) => {
+                crate::sampling::SamplingPolicy::from_config(v).map_err(|reason| self.err("sampling", reason))?
+            }
+        };
         Ok(ServerSettings {
             call_timeout: self.seconds(entry, "timeout", MAX_TIMEOUT_SECS)?,
             min_poll,
@@ -486,6 +495,7 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             oauth,
             roots,
             log_level,
+            sampling,
         })
     }
 
@@ -1142,6 +1152,7 @@ mod tests {
             (r#""maxPollInterval": 7200"#, "maxPollInterval", "at most"),
             (r#""minPollInterval": 5, "maxPollInterval": 1"#, "minPollInterval", "not be over maxPollInterval"),
             (r#""era": "ancient""#, "era", "unknown era"),
+            (r#""sampling": "always""#, "sampling", "not a sampling policy"),
             (r#""era": true"#, "era", "must be a string"),
         ] {
             let e = entry_error(&format!(r#"{{"mcpServers": {{"a": {{"command": "a", {entry}}}}}}}"#));

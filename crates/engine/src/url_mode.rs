@@ -103,9 +103,12 @@ async fn wait_for_consent(
     loop {
         match rx.recv().await {
             Some(DriverMsg::Answer(a)) if a.key == key => {
-                let finished = a.response.action == ElicitAction::Accept;
-                let response = serde_json::to_value(&a.response).unwrap_or_default();
-                let outcome = hub.gate.apply(&rec.id, Update::Answer(Answer { key: key.to_text(), response }));
+                let finished = matches!(&a.response, taskdeck_client::Reply::Result(r)
+                    if serde_json::from_value::<taskdeck_protocol::elicitation::ElicitResult>(r.clone())
+                        .is_ok_and(|r| r.action == ElicitAction::Accept));
+                let response = crate::reply::stored(&a.response, a.note.as_ref());
+                let outcome =
+                    hub.gate.apply(&rec.id, Update::Answer(Answer { key: key.to_text(), response, note: a.note }));
                 hub.live.close_question(&rec.id);
                 let recorded = outcome.is_ok();
                 let _ = a.reply.send(outcome);

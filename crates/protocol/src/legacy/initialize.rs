@@ -31,13 +31,19 @@ pub struct InitializeResult {
 }
 
 /// What Taskdeck really supports as a legacy client: form and URL elicitation (also as the
-/// answer to a task's question), roots (the user's grant, whose changes Taskdeck announces), and
-/// nothing it would have to run as a task itself.
-/// Elicitation is not declared task-augmentable because the host answers it directly.
+/// answer to a task's question), sampling (a question reviewed by the user; no `context`, which
+/// Taskdeck never attaches, and no `tools`, which no configured model is known to take), roots
+/// (the user's grant, whose changes Taskdeck announces), and both questions as tasks hosted here (`tasks.requests`, served by the client's
+/// `hosted.rs`: `tasks/get`, `tasks/result`, `tasks/cancel`), since a person may answer hours later.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
+        "sampling": {},
         "roots": { "listChanged": true },
+        "tasks": {
+            "cancel": {},
+            "requests": { "sampling": { "createMessage": {} }, "elicitation": { "create": {} } },
+        },
     })
 }
 

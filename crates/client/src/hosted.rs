@@ -1,0 +1,169 @@
+//! Legacy client-hosted tasks: a server may ask for its `elicitation/create` or
+//! `sampling/createMessage` to run as a task on Taskdeck's side (`params.task`, allowed by the
+//! `tasks.requests` client capabilities). The request is answered at once with the task's handle;
+//! the question goes to the user as any other; the server follows the task with `tasks/get`,
+//! waits on `tasks/result` and may `tasks/cancel` it. The user's answer, whenever it comes while
+//! the session lives, completes the task and reaches every `tasks/result` waiting on it.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use taskdeck_protocol::{ErrorObject, Message, Request, RequestId, TaskStatus, codes, legacy, meta, methods};
+
+use crate::model::{QuestionKey, Reply, SessionEvent};
+use crate::session::{Shared, lock, respond};
+
+/// How often the server is told it may poll, in milliseconds.
+const POLL_INTERVAL_MS: i64 = 1000;
+/// The most hosted tasks one session keeps; past it the oldest finished ones go.
+const MAX_HOSTED: usize = 256;
+
+pub(crate) struct Hosted {
+    task: legacy::tasks::Task,
+    /// The request it was made for: the question's key.
+    request: RequestId,
+    outcome: Option<Result<Value, ErrorObject>>,
+    /// `tasks/result` requests waiting for the outcome.
+    waiting: Vec<RequestId>,
+}
+
+#[derive(Default)]
+pub(crate) struct HostedTasks {
+    by_id: HashMap<String, Hosted>,
+    by_request: HashMap<RequestId, String>,
+    next: u64,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The task made for request `id` (whose `params.task` is `task`): its handle, to answer the
+/// request with at once.
+pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Value {
+    let mut state = lock(&shared.state);
+    let hosted = &mut state.hosted;
+    hosted.next += 1;
+    let mut random = [0u8; 8];
+    let _ = getrandom::fill(&mut random);
+    let task_id = format!("taskdeck-{}-{}", hosted.next, random.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let at = now();
+    let t = legacy::tasks::Task {
+        task_id: task_id.clone(),
+        status: TaskStatus::InputRequired,
+        status_message: Some("Waiting for the user".into()),
+        created_at: at.clone(),
+        last_updated_at: at,
+        ttl: task.get("ttl").and_then(Value::as_i64),
+        poll_interval: Some(POLL_INTERVAL_MS),
+        extra: Default::default(),
+    };
+    if hosted.by_id.len() >= MAX_HOSTED {
+        let done: Vec<String> =
+            hosted.by_id.iter().filter(|(_, h)| h.task.status.is_terminal()).map(|(k, _)| k.clone()).collect();
+        for k in done.into_iter().take(hosted.by_id.len() + 1 - MAX_HOSTED) {
+            if let Some(h) = hosted.by_id.remove(&k) {
+                hosted.by_request.remove(&h.request);
+            }
+        }
+    }
+    hosted.by_request.insert(id.clone(), task_id.clone());
+    let created = json!({ "task": t });
+    hosted.by_id.insert(task_id, Hosted { task: t, request: id.clone(), outcome: None, waiting: Vec::new() });
+    created
+}
+
+/// Completes the task made for request `id` with the user's reply; `false` when no task was made
+/// for it (the reply then answers the request itself).
+pub(crate) fn complete(shared: &Shared, id: &RequestId, reply: &Reply) -> bool {
+    let (task_id, waiting, outcome) = {
+        let mut state = lock(&shared.state);
+        let hosted = &mut state.hosted;
+        let Some(task_id) = hosted.by_request.get(id).cloned() else { return false };
+        let Some(h) = hosted.by_id.get_mut(&task_id) else { return false };
+        if h.task.status.is_terminal() {
+            return true;
+        }
+        let outcome = match reply {
+            Reply::Result(v) => Ok(v.clone()),
+            Reply::Refused(e) => Err(e.clone()),
+        };
+        h.task.status = if outcome.is_ok() { TaskStatus::Completed } else { TaskStatus::Failed };
+        h.task.status_message = None;
+        h.task.last_updated_at = now();
+        h.outcome = Some(outcome.clone());
+        (task_id, std::mem::take(&mut h.waiting), outcome)
+    };
+    for w in waiting {
+        respond(shared, outcome_message(w, &task_id, &outcome));
+    }
+    true
+}
+
+fn outcome_message(id: RequestId, task_id: &str, outcome: &Result<Value, ErrorObject>) -> Message {
+    match outcome {
+        Ok(v) => {
+            let mut v = v.clone();
+            if let Some(obj) = v.as_object_mut() {
+                let m = obj.entry("_meta").or_insert_with(|| json!({}));
+                if let Some(m) = m.as_object_mut() {
+                    m.insert(meta::RELATED_TASK.into(), json!({ "taskId": task_id }));
+                }
+            }
+            Message::result(id, v)
+        }
+        Err(e) => Message::error(Some(id), e.clone()),
+    }
+}
+
+/// Serves the server's `tasks/get`, `tasks/result` and `tasks/cancel` about a task hosted here;
+/// gives the request back when it names no such task.
+pub(crate) fn on_request(shared: &Shared, r: Request) -> Option<Request> {
+    let task_id = r.params.as_ref().and_then(|p| p.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let Some(task_id) = task_id.filter(|t| lock(&shared.state).hosted.by_id.contains_key(t)) else {
+        return Some(r);
+    };
+    let mut withdrawn = None;
+    let message = {
+        let mut state = lock(&shared.state);
+        let Some(h) = state.hosted.by_id.get_mut(&task_id) else { return Some(r) };
+        match r.method.as_str() {
+            methods::TASKS_GET => Some(Message::result(r.id, json!(h.task))),
+            methods::TASKS_RESULT => match &h.outcome {
+                Some(outcome) => Some(outcome_message(r.id, &task_id, outcome)),
+                None if h.task.status == TaskStatus::Cancelled => {
+                    Some(Message::error(Some(r.id), ErrorObject::new(codes::INTERNAL_ERROR, "the task was cancelled")))
+                }
+                None => {
+                    h.waiting.push(r.id);
+                    None
+                }
+            },
+            methods::TASKS_CANCEL if h.task.status.is_terminal() => Some(Message::error(
+                Some(r.id),
+                ErrorObject::new(codes::INVALID_PARAMS, format!("the task is already {}", h.task.status)),
+            )),
+            methods::TASKS_CANCEL => {
+                h.task.status = TaskStatus::Cancelled;
+                h.task.last_updated_at = now();
+                let waiting = std::mem::take(&mut h.waiting);
+                let request = h.request.clone();
+                let answer = Message::result(r.id, json!(h.task));
+                state.questions.remove(&request);
+                withdrawn = Some((request, waiting));
+                Some(answer)
+            }
+            _ => return Some(r),
+        }
+    };
+    if let Some((request, waiting)) = withdrawn {
+        for w in waiting {
+            respond(shared, Message::error(Some(w), ErrorObject::new(codes::INTERNAL_ERROR, "the task was cancelled")));
+        }
+        shared.handler.on_event(SessionEvent::QuestionWithdrawn { key: QuestionKey::Request(request) });
+    }
+    if let Some(m) = message {
+        respond(shared, m);
+    }
+    None
+}
