@@ -78,6 +78,10 @@ fn rendered() -> Vec<(String, String)> {
         render::<Theme>(&cfg),
         render::<RetentionSettings>(&cfg),
         render::<SettingsProblem>(&cfg),
+        render::<taskdeck_models::ModelsSettings>(&cfg),
+        render::<taskdeck_models::ProviderConfig>(&cfg),
+        render::<taskdeck_models::ProviderKind>(&cfg),
+        render::<taskdeck_models::ModelEntry>(&cfg),
     ]
 }
 

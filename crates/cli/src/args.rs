@@ -124,7 +124,7 @@ pub enum Command {
         json: bool,
     },
     /// Answers a task's pending question, then follows it like `run`.
-    #[command(group(ArgGroup::new("reply").required(true).args(["json", "decline", "cancel"])))]
+    #[command(group(ArgGroup::new("reply").required(true).args(["json", "decline", "cancel", "sample"])))]
     Answer {
         task: String,
         /// Accept, with this JSON object as the content.
@@ -134,6 +134,13 @@ pub enum Command {
         decline: bool,
         #[arg(long)]
         cancel: bool,
+        /// A sampling question: send it to the configured model (`models add`), print the
+        /// completion and return it.
+        #[arg(long)]
+        sample: bool,
+        /// With --sample: edit the completion in $VISUAL / $EDITOR before it is returned.
+        #[arg(long, requires = "sample")]
+        edit: bool,
         /// Prints the task record as JSON, as `run --json` does, whatever the exit code (`--json`
         /// is the answer's content here).
         #[arg(long)]
@@ -153,6 +160,12 @@ pub enum Command {
     Login { server: String },
     /// Removes the sign-in kept for a server.
     Logout { server: String },
+    /// The model providers that answer sampling requests (settings.json's `models`; keys in
+    /// the OS keyring, or a file readable by you only).
+    Models {
+        #[command(subcommand)]
+        action: crate::models::ModelsCommand,
+    },
     /// Runs N full task lifecycles, C at a time; prints tasks/s and latency percentiles.
     Bench {
         server: String,

@@ -10,6 +10,7 @@ mod follow;
 mod form;
 mod history;
 mod login;
+mod models;
 mod output;
 mod terminal;
 
@@ -144,6 +145,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             }
             Ok(EXIT_COMPLETED)
         }
+        Command::Models { action } => models::run(&paths.data_dir, action).await,
         Command::Export { format, search, status, output } => {
             history::export(&paths, &format, search, status, output.as_deref())
         }
@@ -264,9 +266,13 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             tracing::info!(task = %rec.id, "started");
             follow(prepared.answers, json).run(&rec.id).await
         }
-        Command::Answer { task, decline, cancel, record, .. } => {
+        Command::Answer { task, decline, cancel, sample, edit, record, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
-            let input = match (prepared.accept, decline, cancel) {
+            let sampled = match sample {
+                true => Some(models::sample_answer(&engine.paths().data_dir, rec.question.as_ref(), edit).await?),
+                false => None,
+            };
+            let input = match (prepared.accept.or(sampled), decline, cancel) {
                 (Some(content), _, _) => AnswerInput::Accept(content),
                 (None, true, _) => AnswerInput::Decline,
                 (None, _, true) => AnswerInput::Cancel,
@@ -366,7 +372,7 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             println!("task {id} unpinned");
             Ok(EXIT_COMPLETED)
         }
-        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } => {
+        Command::Tasks { .. } | Command::Show { .. } | Command::Export { .. } | Command::Models { .. } => {
             unreachable!("handled without the engine")
         }
     }
