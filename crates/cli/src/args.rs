@@ -139,7 +139,7 @@ pub enum Command {
         #[arg(long)]
         sample: bool,
         /// With --sample: edit the completion in $VISUAL / $EDITOR before it is returned.
-        #[arg(long, requires = "sample")]
+        #[arg(long)]
         edit: bool,
         /// Prints the task record as JSON, as `run --json` does, whatever the exit code (`--json`
         /// is the answer's content here).

@@ -202,6 +202,10 @@ impl Prepared {
                 }
             }
             Command::Bench { args, .. } => p.args = json_object("--args", args.as_deref())?,
+            // clap's `requires` is met by a flag's default, so it is checked here.
+            Command::Answer { edit: true, sample: false, .. } => {
+                return Err(CliError::usage("--edit goes with --sample"));
+            }
             Command::Answer { json: Some(j), .. } => {
                 if let Value::Object(m) = json_object("--json", Some(j))? {
                     p.accept = Some(m);

@@ -221,3 +221,25 @@ fn a_bad_provider_or_no_provider_is_a_usage_error_that_says_what_to_do() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("models add"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn answer_sample_refuses_a_question_that_is_not_a_sampling_request_and_leaves_it_waiting() {
+    let env = Env::new();
+    let entry = taskdeck_test_support::demo_server_entry(&env.dir.path().join("demo-state"));
+    taskdeck_test_support::write_servers_config(&env.dir.path().join("servers.json"), [("demo", entry)]);
+    let out = env.run(&["run", "demo", "diagnose_incident", "--json"], "");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let task: Value = serde_json::from_slice(&out.stdout).expect("json");
+    let id = task["id"].as_str().expect("id").to_owned();
+
+    let out = env.run(&["answer", &id, "--sample"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("elicitation/create, not a sampling request"), "{}", text(&out.stderr));
+    let out = env.run(&["show", &id, "--json"], "");
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(shown["status"], "input_required");
+
+    // --edit is only for --sample; --sample and --json are one answer or the other.
+    assert_eq!(env.run(&["answer", &id, "--edit", "--decline"], "").status.code(), Some(2));
+    assert_eq!(env.run(&["answer", &id, "--sample", "--json", "{}"], "").status.code(), Some(2));
+}
