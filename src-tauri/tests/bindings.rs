@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{
-    AnswerAction, AnswerPayload, AppInfo, CommandError, QuestionKind, QuestionSummary, TaskDetail, TaskSummary,
+    AnswerAction, AnswerPayload, AppInfo, CommandError, ModelTest, QuestionKind, QuestionSummary, TaskDetail,
+    TaskSummary,
 };
 use taskdeck_app::links::OfferedUrl;
 use taskdeck_engine::{
@@ -82,6 +83,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<taskdeck_models::ProviderConfig>(&cfg),
         render::<taskdeck_models::ProviderKind>(&cfg),
         render::<taskdeck_models::ModelEntry>(&cfg),
+        render::<ModelTest>(&cfg),
     ]
 }
 

@@ -566,6 +566,11 @@ impl Engine {
         self.sign_in_store().await.describe()
     }
 
+    /// The sign-in store, which keeps the model providers' API keys too (`taskdeck_models::keys`).
+    pub async fn secret_store(&self) -> Arc<dyn taskdeck_client::auth::TokenStore> {
+        self.sign_in_store().await
+    }
+
     async fn sign_in_store(&self) -> Arc<dyn taskdeck_client::auth::TokenStore> {
         let dir = self.hub.paths.data_dir.clone();
         match tokio::task::spawn_blocking(move || crate::supervisor::sign_in_store(&dir).0).await {

@@ -3,6 +3,7 @@ import type { AnswerPayload } from "./AnswerPayload";
 import type { AppInfo } from "./AppInfo";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { ModelTest } from "./ModelTest";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { ServerStatus } from "./ServerStatus";
 import type { Settings } from "./Settings";
@@ -36,4 +37,6 @@ export type Commands = {
   ui_ready: { args: Record<string, never>; response: null };
   get_settings: { args: Record<string, never>; response: Settings };
   update_settings: { args: { update: SettingsUpdate }; response: Settings };
+  set_model_key: { args: { provider: string; key: string | null }; response: null };
+  test_model_provider: { args: { provider: string }; response: ModelTest };
 };
