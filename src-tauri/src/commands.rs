@@ -173,7 +173,7 @@ impl From<&Question> for QuestionSummary {
         let kind = match q.asks {
             Asks::Form { .. } => QuestionKind::Form,
             Asks::Url { .. } => QuestionKind::Url,
-            Asks::Sampling => QuestionKind::Sampling,
+            Asks::Sampling { .. } => QuestionKind::Sampling,
             Asks::Roots => QuestionKind::Roots,
             Asks::Malformed { .. } => QuestionKind::Malformed,
             Asks::Unsupported { .. } => QuestionKind::Unsupported,

@@ -17,6 +17,7 @@ use taskdeck_engine::{
 use taskdeck_engine::{NotificationSettings, RetentionSettings, Settings, SettingsProblem, SettingsUpdate, Theme};
 use taskdeck_protocol::form::{Choice, Field, FieldKind, FormModel, TextFormat};
 use taskdeck_protocol::question::{Asks, QuestionRequest};
+use taskdeck_protocol::sampling::{IncludeContext, SamplingAsk};
 use taskdeck_protocol::types::TaskSupport;
 use taskdeck_protocol::url_check::{UrlCheck, UrlWarning, UrlWarningKind};
 use taskdeck_protocol::{Era, TaskStatus};
@@ -54,6 +55,8 @@ fn rendered() -> Vec<(String, String)> {
         render::<Question>(&cfg),
         render::<QuestionRequest>(&cfg),
         render::<Asks>(&cfg),
+        render::<SamplingAsk>(&cfg),
+        render::<IncludeContext>(&cfg),
         render::<UrlCheck>(&cfg),
         render::<UrlWarning>(&cfg),
         render::<UrlWarningKind>(&cfg),

@@ -127,7 +127,8 @@ pub enum Command {
     #[command(group(ArgGroup::new("reply").required(true).args(["json", "decline", "cancel", "sample"])))]
     Answer {
         task: String,
-        /// Accept, with this JSON object as the content.
+        /// Accept, with this JSON object as the content (for a sampling request: the reply, a
+        /// CreateMessageResult or {"text": "..."}).
         #[arg(long, value_name = "JSON")]
         json: Option<String>,
         #[arg(long)]

@@ -56,9 +56,15 @@ impl Follow<'_> {
             }
             if waiting(&rec) && self.still_waiting(&rec).await {
                 bar.clear();
-                match self.next_answer(&rec, &mut ctrl_c).await? {
-                    Next::Answer(input) => {
-                        match self.engine.answer(id, input).await {
+                let answered = match self.next_answer(&rec, &mut ctrl_c).await? {
+                    Next::Answer(input) => Some(self.engine.answer(id, input).await),
+                    Next::Answers(inputs) => Some(self.engine.answer_all(id, inputs).await),
+                    Next::Leave => None,
+                    Next::Interrupted => return self.cancel(id).await,
+                };
+                match answered {
+                    Some(answered) => {
+                        match answered {
                             Ok(_) => {
                                 // A cleared bar stays finished; the rest of the task gets a new one.
                                 bar = Bar::new();
@@ -72,13 +78,12 @@ impl Follow<'_> {
                             Err(e) => return Err(e.into()),
                         }
                     }
-                    Next::Leave => {
+                    None => {
                         // The record goes to stdout whatever the exit: a script needs the task's id.
                         self.print_json(&rec);
                         self.print_waiting(&rec);
                         return Ok(EXIT_WAITING);
                     }
-                    Next::Interrupted => return self.cancel(id).await,
                 }
             }
             if let Some(reason) = self.engine.stalled(id) {
@@ -127,7 +132,26 @@ impl Follow<'_> {
         }
     }
 
+    /// The answers to every pending question, asked in order; several go together.
     async fn next_answer(
+        &mut self,
+        rec: &TaskRecord,
+        ctrl_c: &mut (impl std::future::Future<Output = std::io::Result<()>> + Unpin),
+    ) -> Result<Next> {
+        if rec.questions.len() < 2 {
+            return self.next_one(rec, ctrl_c).await;
+        }
+        let mut inputs = Vec::new();
+        for q in &rec.questions {
+            match self.next_one(&one_question(rec, q), ctrl_c).await? {
+                Next::Answer(input) => inputs.push(input),
+                other => return Ok(other),
+            }
+        }
+        Ok(Next::Answers(inputs))
+    }
+
+    async fn next_one(
         &mut self,
         rec: &TaskRecord,
         ctrl_c: &mut (impl std::future::Future<Output = std::io::Result<()>> + Unpin),
@@ -137,6 +161,27 @@ impl Follow<'_> {
         }
         if !std::io::stdin().is_terminal() {
             return Ok(Next::Leave);
+        }
+        if let Some(q) = rec.question.as_ref().filter(|q| matches!(q.asks, Asks::Sampling { .. })) {
+            let review = crate::sampling::review(&rec.server, q);
+            let prompt = tokio::task::spawn_blocking(move || {
+                terminal::err(&format!("{review}Your reply (one line; an empty line declines): "));
+                let mut line = String::new();
+                std::io::BufRead::read_line(&mut std::io::stdin().lock(), &mut line).map(|_| line)
+            });
+            return tokio::select! {
+                res = prompt => match res {
+                    Ok(Ok(line)) if line.trim().is_empty() => Ok(Next::Answer(AnswerInput::Decline)),
+                    Ok(Ok(line)) => {
+                        let mut reply = Map::new();
+                        reply.insert("text".into(), Value::from(line.trim_end_matches(['\r', '\n'])));
+                        Ok(Next::Answer(AnswerInput::Accept(reply)))
+                    }
+                    Ok(Err(e)) => Err(CliError::runtime(format!("reading the reply: {e}"))),
+                    Err(e) => Err(CliError::runtime(format!("reading the reply: {e}"))),
+                },
+                _ = ctrl_c => Ok(Next::Interrupted),
+            };
         }
         let Some(form) = Form::of(rec) else {
             return Ok(Next::Leave);
@@ -205,10 +250,33 @@ impl Follow<'_> {
 
     fn print_waiting(&self, rec: &TaskRecord) {
         let mut text = format!("task {} is waiting for input\n", rec.id);
+        // Several at once: each is described; `answer` answers the first, and the rest are asked
+        // again after it (`run --answer A --answer B` answers them all in one go).
+        if rec.questions.len() > 1 {
+            text.push_str(&format!("{} questions are pending, in this order:\n", rec.questions.len()));
+            for (i, q) in rec.questions.iter().enumerate().skip(1) {
+                let one = one_question(rec, q);
+                text.push_str(&format!("#{}: ", i + 1));
+                match Form::of(&one) {
+                    Some(form) => text.push_str(&form.describe()),
+                    None if matches!(q.asks, Asks::Sampling { .. }) => {
+                        text.push_str(&crate::sampling::review(&rec.server, q))
+                    }
+                    None => text.push_str(&format!("{} asks: {}\n", rec.server, q.request.method)),
+                }
+            }
+            text.push_str("#1: ");
+        }
         let example = match Form::of(rec) {
             Some(form) => {
                 text.push_str(&form.describe());
                 form.example()
+            }
+            None if rec.question.as_ref().is_some_and(|q| matches!(q.asks, Asks::Sampling { .. })) => {
+                if let Some(q) = &rec.question {
+                    text.push_str(&crate::sampling::review(&rec.server, q));
+                }
+                Some(serde_json::json!({"text": "your reply"}))
             }
             None => {
                 // Nothing a terminal can ask: what the server sent, and why there is no form.
@@ -245,14 +313,22 @@ fn no_form_reason(asks: &Asks) -> Option<String> {
             Some(format!("Taskdeck cannot build a form for this question: {reason}"))
         }
         Asks::Malformed { reason } | Asks::Unsupported { reason } => Some(reason.clone()),
-        Asks::Sampling | Asks::Roots => Some("Taskdeck does not answer this kind of question yet".into()),
+        Asks::Sampling { .. } => None,
+        Asks::Roots => Some("Taskdeck does not answer this kind of question yet".into()),
         Asks::TooLarge { size } => Some(format!("too large to show ({size} bytes): decline or cancel")),
         Asks::Form { .. } | Asks::Url { .. } => None,
     }
 }
 
+/// `rec` as if `q` were its only question, for what reads one question of a record.
+fn one_question(rec: &TaskRecord, q: &taskdeck_protocol::question::Question) -> TaskRecord {
+    TaskRecord { question: Some(q.clone()), questions: vec![q.clone()], ..rec.clone() }
+}
+
 enum Next {
     Answer(AnswerInput),
+    /// One answer per pending question, in order, to send together.
+    Answers(Vec<AnswerInput>),
     Leave,
     Interrupted,
 }

@@ -12,6 +12,7 @@ mod history;
 mod login;
 mod models;
 mod output;
+mod sampling;
 mod terminal;
 
 use std::collections::VecDeque;
@@ -270,18 +271,15 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
             tracing::info!(task = %rec.id, "started");
             follow(prepared.answers, json).run(&rec.id).await
         }
-        Command::Answer { task, decline, cancel, sample, edit, record, .. } => {
+        Command::Answer { task, decline, cancel, record, sample, edit, .. } => {
             let rec = engine.get(&task).map_err(not_found_engine)?;
-            let sampled = match sample {
-                true => Some(models::sample_answer(&engine.paths().data_dir, rec.question.as_ref(), edit).await?),
-                false => None,
-            };
-            let input = match (prepared.accept.or(sampled), decline, cancel) {
+            let input = match (prepared.accept, decline, cancel) {
                 (Some(content), _, _) => AnswerInput::Accept(content),
                 (None, true, _) => AnswerInput::Decline,
                 (None, _, true) => AnswerInput::Cancel,
-                // clap's group requires one of the three.
-                (None, false, false) => return Err(CliError::usage("give --json, --decline or --cancel")),
+                (None, false, false) if sample => sampling::sample(engine, &rec.id, edit).await?,
+                // clap's group requires one of them.
+                (None, false, false) => return Err(CliError::usage("give --json, --decline, --cancel or --sample")),
             };
             if let Err(e) = engine.answer(&rec.id, input).await {
                 // Refused or not delivered: a script still learns where the task is.

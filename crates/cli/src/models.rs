@@ -1,7 +1,6 @@
 //! `models list|add|remove|test|sample`: the model providers behind sampling, kept in the
 //! `models` section of `settings.json` with their keys in the sign-in store (the OS keyring, or
-//! the 0600 file); and `answer TASK --sample [--edit]`, which sends a pending sampling question
-//! to the configured model.
+//! the 0600 file); and the editor `answer TASK --sample --edit` opens on a completion.
 //!
 //! A key is never an argument (it would show in `ps` and the shell's history): `add
 //! --key-stdin` reads it from standard input.
@@ -11,11 +10,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use clap::Subcommand;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use taskdeck_client::auth::TokenStore;
 use taskdeck_engine::settings::{SettingsFile, SettingsUpdate};
 use taskdeck_models::{ModelEntry, ModelsSettings, Pick, ProviderConfig, ProviderKind, Sampled, keys};
-use taskdeck_protocol::question::{Asks, Question};
 
 use crate::error::{CliError, EXIT_COMPLETED, EXIT_USAGE, Result};
 use crate::terminal;
@@ -277,54 +275,14 @@ fn read_key() -> Result<String> {
 
 /// The provider-facing part of answering a sampling request: the request's params in, the
 /// completion (its `result` is the `CreateMessageResult`) out.
-pub async fn sample(data_dir: &Path, params: &Value, pick: Pick<'_>) -> Result<Sampled> {
+async fn sample(data_dir: &Path, params: &Value, pick: Pick<'_>) -> Result<Sampled> {
     let all = read_models(data_dir)?;
     let store = key_store(data_dir).await?;
     taskdeck_models::sample(&all, store, params, pick).await.map_err(model_error)
 }
 
-/// `answer TASK --sample [--edit]`: the pending question must be a sampling request; its
-/// completion is printed (on stderr: stdout is the task's, as for `run`), edited in `$VISUAL` /
-/// `$EDITOR` when asked, and returned as the `CreateMessageResult` to accept.
-pub async fn sample_answer(data_dir: &Path, question: Option<&Question>, edit: bool) -> Result<Map<String, Value>> {
-    let question = question.ok_or_else(|| CliError::usage("the task has no pending question"))?;
-    if !matches!(question.asks, Asks::Sampling) {
-        return Err(CliError::usage(format!(
-            "the pending question is {}, not a sampling request: answer it with --json, --decline or --cancel",
-            question.request.method
-        )));
-    }
-    let sampled = sample(data_dir, &question.request.params, Pick::ByPreferences).await?;
-    let tokens = sampled
-        .completion
-        .usage
-        .map(|u| format!(", {} tokens in, {} out", u.input_tokens, u.output_tokens))
-        .unwrap_or_default();
-    terminal::err(&format!("Completion from {} ({}{tokens}):\n", sampled.provider, sampled.model));
-    let text = sampled.completion.text();
-    terminal::err(&format!("{text}\n"));
-    let result = if edit {
-        let edited = edit_text(data_dir, &text)?;
-        if edited.trim().is_empty() {
-            return Err(CliError::runtime("the edited completion is empty; nothing was sent"));
-        }
-        if edited == text {
-            sampled.result
-        } else {
-            terminal::err("Sending the edited completion.\n");
-            taskdeck_models::wire::text_result_json(&edited, &sampled.model)
-        }
-    } else {
-        sampled.result
-    };
-    match result {
-        Value::Object(m) => Ok(m),
-        _ => Err(CliError::runtime("the completion is not an object")),
-    }
-}
-
-/// Opens the text in the user's editor and reads it back.
-fn edit_text(data_dir: &Path, text: &str) -> Result<String> {
+/// Opens the text in the user's editor and reads it back (`answer --sample --edit`).
+pub(crate) fn edit_text(data_dir: &Path, text: &str) -> Result<String> {
     let editor = std::env::var("VISUAL")
         .ok()
         .filter(|e| !e.trim().is_empty())

@@ -27,8 +27,8 @@ pub use endpoint::Endpoint;
 pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
 pub use model::{
-    Asks, Discard, Question, QuestionKey, QuestionRequest, Resumable, Resumption, ServerInfo, SessionEvent, Started,
-    TaskSnapshot,
+    Asks, Discard, Question, QuestionKey, QuestionRequest, Reply, Resumable, Resumption, ServerInfo, SessionEvent,
+    Started, TaskSnapshot,
 };
 pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};

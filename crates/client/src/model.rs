@@ -136,6 +136,18 @@ pub fn bounded_error(mut e: ErrorObject) -> ErrorObject {
 // [`TaskSnapshot::from_modern`], both through [`Question::decode`].
 pub use taskdeck_protocol::question::{Asks, Question, QuestionKey, QuestionRequest};
 
+/// What a question is answered with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// The result the server's request asked for: an `ElicitResult`, a `CreateMessageResult`, a
+    /// `ListRootsResult`.
+    Result(Value),
+    /// A refusal of a request whose result has none (sampling, a method Taskdeck does not serve): a
+    /// legacy server gets this error; a modern one, whose input responses are results only, the
+    /// decline of an `ElicitResult`.
+    Refused(ErrorObject),
+}
+
 /// A modern `inputRequests` entry as a question. An entry that is not `{method, params}` makes the
 /// whole snapshot malformed (reported, not dropped); one whose params do not fit its method is a
 /// question that asks something malformed.
@@ -185,7 +197,7 @@ pub enum SessionEvent {
         total: Option<f64>,
         message: Option<String>,
     },
-    /// The server asks the user something (legacy `elicitation/create`).
+    /// The server asks the user something (legacy `elicitation/create`, `sampling/createMessage`).
     Question(Question),
     /// The server withdrew a question (it cancelled its request).
     QuestionWithdrawn {
@@ -288,7 +300,7 @@ mod question_tests {
         assert!(s.questions.iter().all(|q| q.task_id.as_deref() == Some("t1")));
         assert!(matches!(by_key("form"), Asks::Form { form, .. } if form.fields().is_some_and(|f| f.len() == 1)));
         assert_eq!(by_key("visit"), &Asks::Url { url: "https://auth.example/x".into(), elicitation_id: "e1".into() });
-        assert_eq!(by_key("llm"), &Asks::Sampling);
+        assert!(matches!(by_key("llm"), Asks::Sampling { .. }));
         assert_eq!(by_key("roots"), &Asks::Roots);
         assert!(matches!(by_key("broken"), Asks::Malformed { .. }));
         assert!(matches!(by_key("odd"), Asks::Unsupported { .. }));

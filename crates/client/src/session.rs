@@ -907,7 +907,7 @@ fn on_request(shared: &Shared, r: Request) {
             let roots = shared.handler.roots();
             respond(shared, Message::result(r.id, json!({ "roots": roots })));
         }
-        methods::ELICITATION_CREATE => {
+        methods::ELICITATION_CREATE | methods::SAMPLING_CREATE_MESSAGE => {
             let task_id = meta::related_task_id(r.params.as_ref(), None).map(str::to_owned);
             let request = QuestionRequest { method: r.method, params: r.params.unwrap_or(Value::Null) };
             let q = Question::decode(QuestionKey::Request(r.id.clone()), task_id.clone(), request);
@@ -994,13 +994,17 @@ impl Session {
         &self.shared.handler
     }
 
-    /// Answers an open legacy question by responding to the server's request.
-    pub(crate) fn respond_to_question(&self, id: &RequestId, result: Value) -> Result<(), ClientError> {
+    /// Answers an open legacy question by responding to the server's request: with its result, or
+    /// with an error (a declined sampling request, which has no refusal in its result).
+    pub(crate) fn respond_to_question(&self, id: &RequestId, reply: crate::Reply) -> Result<(), ClientError> {
         let task_id = lock(&self.shared.state)
             .questions
             .remove(id)
             .ok_or_else(|| ClientError::NoSuchQuestion { server: self.shared.name.clone(), key: id.to_string() })?;
-        let mut result = result;
+        let mut result = match reply {
+            crate::Reply::Result(result) => result,
+            crate::Reply::Refused(error) => return self.send(&Message::error(Some(id.clone()), error)),
+        };
         if let (Some(task_id), Some(obj)) = (task_id, result.as_object_mut()) {
             let meta_entry = obj.entry("_meta").or_insert_with(|| json!({}));
             if let Some(m) = meta_entry.as_object_mut() {

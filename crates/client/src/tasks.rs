@@ -6,7 +6,7 @@ use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{CallToolResult, TaskSupport, Tool};
 use taskdeck_protocol::{Era, codes, legacy, meta, methods, modern};
 
-use crate::model::{QuestionKey, SessionEvent, Started, TaskSnapshot};
+use crate::model::{QuestionKey, Reply, SessionEvent, Started, TaskSnapshot};
 use crate::{ClientError, Session};
 
 /// Options of one tool call.
@@ -185,25 +185,42 @@ impl Session {
         task_id: Option<&str>,
         answer: &ElicitResult,
     ) -> Result<(), ClientError> {
-        let value = serde_json::to_value(answer).unwrap_or_default();
+        self.reply(key, task_id, Reply::Result(serde_json::to_value(answer).unwrap_or_default())).await
+    }
+
+    /// Answers a question of any kind (an elicitation, a sampling request), whichever era asked it.
+    pub async fn reply(&self, key: &QuestionKey, task_id: Option<&str>, reply: Reply) -> Result<(), ClientError> {
         match key {
-            QuestionKey::Request(id) => self.respond_to_question(id, value),
+            QuestionKey::Request(id) => self.respond_to_question(id, reply),
             QuestionKey::InputKey(k) => {
                 let task_id = task_id.ok_or_else(|| ClientError::NoSuchQuestion {
                     server: self.name().into(),
                     key: format!("{key} (no task given)"),
                 })?;
-                let mut responses = Map::new();
-                responses.insert(k.clone(), value);
-                self.request(
-                    methods::TASKS_UPDATE,
-                    json!({ "taskId": task_id, "inputResponses": responses }),
-                    Some(self.shared.opts.request_timeout),
-                )
-                .await
-                .map(|_| ())
+                self.respond_inputs(task_id, vec![(k.clone(), reply)]).await
             }
         }
+    }
+
+    /// Modern: answers several of a task's `inputRequests` in one `tasks/update`. An input response
+    /// can only be a result, so a refusal goes as the decline of an `ElicitResult`, the one refusal
+    /// the schema allows there and which a server reads as such.
+    pub async fn respond_inputs(&self, task_id: &str, replies: Vec<(String, Reply)>) -> Result<(), ClientError> {
+        let mut responses = Map::new();
+        for (key, reply) in replies {
+            let value = match reply {
+                Reply::Result(v) => v,
+                Reply::Refused(_) => serde_json::to_value(ElicitResult::decline()).unwrap_or_default(),
+            };
+            responses.insert(key, value);
+        }
+        self.request(
+            methods::TASKS_UPDATE,
+            json!({ "taskId": task_id, "inputResponses": responses }),
+            Some(self.shared.opts.request_timeout),
+        )
+        .await
+        .map(|_| ())
     }
 
     /// Asks the server to cancel a task. Legacy servers answer with the task (now `cancelled`);

@@ -55,6 +55,7 @@ fn initialize(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject>
         tracing::info!(requested = version, "client asked for another revision; offering 2025-11-25");
     }
     conn.state().legacy_elicitation = caps.get("elicitation").is_some_and(Value::is_object);
+    conn.state().legacy_sampling = caps.get("sampling").is_some_and(Value::is_object);
     Ok(json!({
         "protocolVersion": taskdeck_protocol::legacy::PROTOCOL_VERSION,
         "capabilities": {
@@ -132,6 +133,7 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
                 ttl_ms: conn.ttl_for(ttl),
                 poll_interval_ms: conn.cfg.poll_interval_ms,
                 client_elicitation: false,
+                client_sampling: false,
             });
             let row = match inserted {
                 Ok(row) => row,
@@ -273,16 +275,23 @@ async fn ensure_question(conn: &Arc<Conn>, row: &TaskRow) {
     if row.status != TaskStatus::InputRequired {
         return;
     }
-    let (Some(question), Some(key)) = (&row.question, &row.question_key) else { return };
-    if row.answer.is_some() {
+    let Some(key) = &row.question_key else { return };
+    // One request at a time in this era: a tool that asks several at once is modern only.
+    let mut pending = crate::question::pending(row);
+    if pending.len() != 1 {
         return;
     }
+    let asked = pending.remove(0);
     let request_id = {
         let mut state = conn.state();
         if state.era != Some(Era::Legacy) || state.outstanding.values().any(|(t, _)| *t == row.id) {
             return;
         }
-        if state.legacy_elicitation {
+        let declared = match asked.method.as_str() {
+            methods::SAMPLING_CREATE_MESSAGE => state.legacy_sampling,
+            _ => state.legacy_elicitation,
+        };
+        if declared {
             let request_id = format!("elicit-{}-{}", row.id, conn.next_seq());
             state.outstanding.insert(request_id.clone(), (row.id.clone(), key.clone()));
             Some(request_id)
@@ -291,8 +300,16 @@ async fn ensure_question(conn: &Arc<Conn>, row: &TaskRow) {
         }
     };
     let Some(request_id) = request_id else {
-        let text = "diagnosis needs a service, and this client cannot be asked for one (it did not declare the \
-                    elicitation capability): call the tool again with the missing argument";
+        let text = match asked.method.as_str() {
+            methods::SAMPLING_CREATE_MESSAGE => {
+                "the summary needs a language model's reply, and this client cannot be asked for one (it did not \
+                 declare the sampling capability)"
+            }
+            _ => {
+                "diagnosis needs a service, and this client cannot be asked for one (it did not declare the \
+                 elicitation capability): call the tool again with the missing argument"
+            }
+        };
         let result = serde_json::to_value(taskdeck_protocol::types::CallToolResult::error_text(text)).ok();
         let finished = conn.store().finish(&row.id, TaskStatus::Failed, Some(text), result.as_ref(), None);
         if matches!(finished, Ok(true)) {
@@ -301,12 +318,12 @@ async fn ensure_question(conn: &Arc<Conn>, row: &TaskRow) {
         }
         return;
     };
-    let mut params = question.clone();
+    let mut params = asked.params;
     if let Some(obj) = params.as_object_mut() {
         obj.insert("_meta".into(), json!({ meta::RELATED_TASK: {"taskId": row.id} }));
     }
-    tracing::info!(task = %row.id, request = %request_id, "asking the client");
-    conn.send(Message::request(request_id.as_str(), methods::ELICITATION_CREATE, params)).await;
+    tracing::info!(task = %row.id, request = %request_id, method = %asked.method, "asking the client");
+    conn.send(Message::request(request_id.as_str(), asked.method.as_str(), params)).await;
 }
 
 /// The client's answer to one of our `elicitation/create` requests.
@@ -334,6 +351,18 @@ pub async fn handle_response(conn: &Arc<Conn>, resp: Response) {
         }
         Response::Error { error, .. } => {
             conn.state().outstanding.remove(&key);
+            // A sampling request has no refusal in its result: the client's error is its answer.
+            let sampling = conn.store().get(&task_id).ok().flatten().is_some_and(|row| {
+                crate::question::pending(&row).iter().any(|a| a.method == methods::SAMPLING_CREATE_MESSAGE)
+            });
+            if sampling {
+                let answer = json!({ "error": error });
+                if matches!(conn.store().answer(&task_id, &question_key, &answer), Ok(true)) {
+                    conn.wake(&task_id);
+                    conn.changed(&task_id);
+                }
+                return;
+            }
             // The question stays open: the next tasks/result asks again.
             tracing::warn!(task = %task_id, "client could not answer the question: {error}");
         }

@@ -4,6 +4,7 @@
 mod http;
 mod legacy;
 mod modern;
+mod question;
 mod server;
 mod session;
 mod stdio;

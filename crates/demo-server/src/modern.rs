@@ -128,6 +128,7 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         ttl_ms: conn.ttl_for(None),
         poll_interval_ms: conn.cfg.poll_interval_ms,
         client_elicitation: envelope.declares_elicitation(),
+        client_sampling: envelope.declares_sampling(),
     });
     let row = match inserted {
         Ok(row) => row,
@@ -153,9 +154,9 @@ fn detailed(server: &Server, row: &TaskRow) -> Value {
     match row.status {
         TaskStatus::InputRequired => {
             let mut requests = Map::new();
-            if let (Some(key), Some(question), None) = (&row.question_key, &row.question, &row.answer) {
-                let req = InputRequest { method: methods::ELICITATION_CREATE.into(), params: question.clone() };
-                requests.insert(key.clone(), serde_json::to_value(req).unwrap_or(Value::Null));
+            for asked in crate::question::pending(row) {
+                let req = InputRequest { method: asked.method, params: asked.params };
+                requests.insert(asked.key, serde_json::to_value(req).unwrap_or(Value::Null));
             }
             d.input_requests = Some(requests);
         }
@@ -195,14 +196,36 @@ fn update(server: &Server, params: Option<&Value>) -> Result<Value, ErrorObject>
         None => return Err(invalid_params("params.inputResponses: required")),
     };
     let Some(key) = row.question_key.as_deref() else { return Ok(ack()) };
+    let pending = crate::question::pending(&row);
     // Keys that are not outstanding (stale, repeated or made up) are ignored, as the extension asks.
-    let Some(answer) = responses.get(key) else { return Ok(ack()) };
-    if serde_json::from_value::<taskdeck_protocol::elicitation::ElicitResult>(answer.clone()).is_err() {
-        return Err(invalid_params(format!(
-            "params.inputResponses.{key}: must be an elicitation result ({{action, content?}})"
-        )));
+    let given: Vec<_> = pending.iter().filter_map(|a| responses.get(&a.key).map(|r| (a, r))).collect();
+    if given.is_empty() {
+        return Ok(ack());
     }
-    if server.store().answer(&row.id, key, answer).map_err(internal)? {
+    for (asked, response) in &given {
+        if !crate::question::fits(&asked.method, response) {
+            let what = match asked.method.as_str() {
+                methods::SAMPLING_CREATE_MESSAGE => "a sampling result ({role, content, model}) or a decline",
+                _ => "an elicitation result ({action, content?})",
+            };
+            return Err(invalid_params(format!("params.inputResponses.{}: must be {what}", asked.key)));
+        }
+    }
+    let stored = match &row.question {
+        // Several at once: a partial set is kept (the extension allows it) and the task waits for
+        // the rest.
+        Some(q) if crate::question::is_several(q) => {
+            let mut answers = row.answer.clone().and_then(|a| a.as_object().cloned()).unwrap_or_default();
+            for (asked, response) in &given {
+                answers.insert(asked.key.clone(), (*response).clone());
+            }
+            let complete = given.len() == pending.len();
+            let answers = Value::Object(answers);
+            server.store().answer_part(&row.id, key, row.answer.as_ref(), &answers, complete).map_err(internal)?
+        }
+        _ => server.store().answer(&row.id, key, given[0].1).map_err(internal)?,
+    };
+    if stored {
         server.wake(&row.id);
         server.changed(&row.id);
     }

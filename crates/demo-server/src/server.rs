@@ -82,6 +82,8 @@ pub struct ConnState {
     pub era: Option<Era>,
     /// Legacy: the client declared `elicitation` in `initialize`.
     pub legacy_elicitation: bool,
+    /// Legacy: the client declared `sampling` in `initialize`.
+    pub legacy_sampling: bool,
     /// Legacy `elicitation/create` requests awaiting an answer: request id → (task id, question key).
     pub outstanding: HashMap<String, (String, String)>,
     interest: Interest,
@@ -268,7 +270,8 @@ impl Conn {
     /// A connection and the receiving end of its outbound queue, which its transport drains.
     pub fn open(server: &Arc<Server>, era: Option<Era>, interest: Interest) -> (Arc<Self>, mpsc::Receiver<Message>) {
         let (tx, rx) = mpsc::channel(OUT_QUEUE);
-        let state = ConnState { era, legacy_elicitation: false, outstanding: HashMap::new(), interest };
+        let state =
+            ConnState { era, legacy_elicitation: false, legacy_sampling: false, outstanding: HashMap::new(), interest };
         let conn =
             Arc::new(Self { server: server.clone(), out: tx, state: Mutex::new(state), running: Mutex::default() });
         (conn, rx)

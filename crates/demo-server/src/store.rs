@@ -45,6 +45,8 @@ pub struct TaskRow {
     pub cancel_requested: bool,
     /// Modern tasks: whether the creating request declared elicitation (capabilities are per request).
     pub client_elicitation: bool,
+    /// Modern tasks: whether the creating request declared sampling.
+    pub client_sampling: bool,
 }
 
 impl TaskRow {
@@ -62,17 +64,18 @@ pub struct NewTask<'a> {
     pub ttl_ms: i64,
     pub poll_interval_ms: i64,
     pub client_elicitation: bool,
+    pub client_sampling: bool,
 }
 
 pub struct Store {
     conn: Connection,
 }
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const COLUMNS: &str = "id, tool, arguments, era, status, status_message, progress_token, checkpoint, question, \
      question_key, answer, result, error, created_at, updated_at, created_ms, ttl_ms, poll_interval_ms, \
-     cancel_requested, client_elicitation";
+     cancel_requested, client_elicitation, client_sampling";
 
 const NOT_TERMINAL: &str = "status IN ('working', 'input_required')";
 
@@ -119,6 +122,13 @@ impl Store {
                 PRAGMA user_version = 1;",
             )?;
         }
+        if version < 2 {
+            // Version 2: modern tasks remember whether their client can be asked for a sampling.
+            conn.execute_batch(
+                "ALTER TABLE tasks ADD COLUMN client_sampling INTEGER NOT NULL DEFAULT 0;
+                 PRAGMA user_version = 2;",
+            )?;
+        }
         Ok(Self { conn })
     }
 
@@ -128,8 +138,8 @@ impl Store {
         let id = uuid::Uuid::new_v4().to_string();
         self.conn.execute(
             "INSERT INTO tasks (id, tool, arguments, era, status, progress_token, created_at, updated_at,
-                created_ms, ttl_ms, poll_interval_ms, client_elicitation)
-             VALUES (?1, ?2, ?3, ?4, 'working', ?5, ?6, ?6, ?7, ?8, ?9, ?10)",
+                created_ms, ttl_ms, poll_interval_ms, client_elicitation, client_sampling)
+             VALUES (?1, ?2, ?3, ?4, 'working', ?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 id,
                 new.tool,
@@ -141,6 +151,7 @@ impl Store {
                 new.ttl_ms,
                 new.poll_interval_ms,
                 new.client_elicitation,
+                new.client_sampling,
             ],
         )?;
         self.get(&id)?.ok_or(StoreError::Sqlite(rusqlite::Error::QueryReturnedNoRows))
@@ -213,6 +224,28 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Records the responses given so far to a question that asks several things at once
+    /// (`answers`, a map by key, replacing the earlier one, which `previous` must still be); the
+    /// task works again once `complete`. Returns false when the question moved on meanwhile.
+    pub fn answer_part(
+        &self,
+        id: &str,
+        key: &str,
+        previous: Option<&Value>,
+        answers: &Value,
+        complete: bool,
+    ) -> Result<bool> {
+        let (at, _) = now();
+        let status = if complete { "working" } else { "input_required" };
+        let message = if complete { "Answers received" } else { "Waiting for the remaining answers" };
+        let n = self.conn.execute(
+            "UPDATE tasks SET status = ?5, answer = ?3, status_message = ?6, updated_at = ?7
+             WHERE id = ?1 AND status = 'input_required' AND question_key = ?2 AND answer IS ?4",
+            params![id, key, answers.to_string(), previous.map(Value::to_string), status, message, at],
+        )?;
+        Ok(n == 1)
+    }
+
     pub fn request_cancel(&self, id: &str) -> Result<bool> {
         let n = self
             .conn
@@ -274,6 +307,7 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<TaskRow> {
         poll_interval_ms: row.get(17)?,
         cancel_requested: row.get(18)?,
         client_elicitation: row.get(19)?,
+        client_sampling: row.get(20)?,
     })
 }
 
@@ -291,6 +325,7 @@ mod tests {
             ttl_ms: 60_000,
             poll_interval_ms: 500,
             client_elicitation: false,
+            client_sampling: false,
         }
     }
 

@@ -9,6 +9,8 @@ pub const DIAGNOSE_INCIDENT: &str = "diagnose_incident";
 pub const NOTES_SEARCH: &str = "notes_search";
 pub const FLAKY_EXPORT: &str = "flaky_export";
 pub const COUNT: &str = "count";
+pub const SUMMARIZE_FINDINGS: &str = "summarize_findings";
+pub const PLAN_RELEASE: &str = "plan_release";
 
 pub const REPORT_STAGES: [&str; 4] = ["Collecting sources", "Reading", "Drafting", "Formatting"];
 /// Services the diagnosis form offers, as `(value, title)`.
@@ -49,7 +51,7 @@ impl ToolSpec {
     }
 }
 
-pub const TOOLS: [ToolSpec; 5] = [
+pub const TOOLS: [ToolSpec; 7] = [
     ToolSpec {
         name: GENERATE_REPORT,
         task_support: TaskSupport::Required,
@@ -136,6 +138,41 @@ pub const TOOLS: [ToolSpec; 5] = [
             })
         },
     },
+    ToolSpec {
+        name: SUMMARIZE_FINDINGS,
+        task_support: TaskSupport::Required,
+        title: "Summarize findings",
+        description: "Gathers findings on a topic, then asks the client's language model to summarize them \
+                      (sampling/createMessage mid-task: a request in 2025-11-25, an input request in the \
+                      extension) and returns the summary. The question survives restarts.",
+        input_schema: || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "topic": {"type": "string", "minLength": 1, "maxLength": MAX_TEXT,
+                        "description": "What the findings are about."}
+                },
+                "required": ["topic"]
+            })
+        },
+    },
+    ToolSpec {
+        name: PLAN_RELEASE,
+        task_support: TaskSupport::Required,
+        title: "Plan a release",
+        description: "Asks two things at once (2026-07-28 only): which environment to release to (a form) and \
+                      a release note from the client's language model (sampling), then plans the release.",
+        input_schema: || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "version": {"type": "string", "minLength": 1, "maxLength": 100,
+                        "description": "The version to release."}
+                },
+                "required": ["version"]
+            })
+        },
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -150,6 +187,8 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         NOTES_SEARCH => &["query"],
         FLAKY_EXPORT => &["fail_at"],
         COUNT => &["n", "delay_ms"],
+        SUMMARIZE_FINDINGS => &["topic"],
+        PLAN_RELEASE => &["version"],
         other => return Err(format!("unknown tool {other:?}")),
     };
     if let Some(extra) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -176,6 +215,12 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         COUNT => {
             integer(args, "n", true, 0, MAX_COUNT_N)?;
             integer(args, "delay_ms", true, 0, MAX_COUNT_DELAY_MS)?;
+        }
+        SUMMARIZE_FINDINGS => {
+            text(args, "topic", true)?;
+        }
+        PLAN_RELEASE => {
+            text(args, "version", true)?;
         }
         _ => {}
     }

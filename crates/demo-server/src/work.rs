@@ -15,9 +15,13 @@ use taskdeck_protocol::types::CallToolResult;
 use taskdeck_protocol::{Era, ErrorObject, Message, TaskStatus, codes, meta, methods};
 use tokio::sync::Notify;
 
+use crate::question;
 use crate::server::{Conn, Server};
 use crate::store::TaskRow;
-use crate::tools::{self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, REPORT_STAGES};
+use crate::tools::{
+    self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, PLAN_RELEASE, REPORT_STAGES,
+    SUMMARIZE_FINDINGS,
+};
 
 /// Why a run stopped before producing a result.
 #[derive(Debug)]
@@ -129,6 +133,8 @@ pub async fn run_tool(
         NOTES_SEARCH => Ok(notes_search(args)),
         FLAKY_EXPORT => flaky_export(run, args).await,
         COUNT => count(run, args, checkpoint).await,
+        SUMMARIZE_FINDINGS => summarize_findings(run, args, row).await,
+        PLAN_RELEASE => plan_release(run, args, row).await,
         other => Ok(CallToolResult::error_text(format!("unknown tool {other:?}"))),
     }
 }
@@ -277,6 +283,196 @@ async fn obtain_answer(run: &Run, row: Option<&TaskRow>) -> Result<Answer, Stop>
         }
         t.waker.notified().await;
     }
+}
+
+/// What a task's client may be asked.
+#[derive(Clone, Copy)]
+enum Needs {
+    Sampling,
+    SamplingAndElicitation,
+}
+
+/// Asks the question `make(key)` builds, under a fresh key `{prefix}-N`, once per task (it
+/// survives restarts), and waits until nothing of it is pending: the answer, or for several
+/// requests the map of their responses. `None` when the client cannot be asked (it did not declare
+/// what the question needs).
+async fn ask_and_wait(
+    run: &Run,
+    row: Option<&TaskRow>,
+    prefix: &str,
+    needs: Needs,
+    message: &str,
+    make: impl FnOnce(&str) -> Value,
+) -> Result<Option<Value>, Stop> {
+    let (Some(t), Some(row)) = (&run.task, row) else { return Ok(None) };
+    if row.answer.is_none() && (row.status != TaskStatus::InputRequired || row.question.is_none()) {
+        let can_ask = match t.era {
+            // Resumed after a restart: nobody can say yet; the question waits for a client.
+            Era::Legacy => run.server.owner(&t.id).is_none_or(|(conn, _)| conn.state().legacy_sampling),
+            Era::Modern => match needs {
+                Needs::Sampling => row.client_sampling,
+                Needs::SamplingAndElicitation => row.client_sampling && row.client_elicitation,
+            },
+        };
+        if !can_ask {
+            return Ok(None);
+        }
+        let key = format!("{prefix}-{}", next_key_number(row.question_key.as_deref()));
+        let question = make(&key);
+        match run.server.store().ask(&t.id, &key, &question, message) {
+            Ok(true) => {}
+            Ok(false) => return Err(Stop::Gone),
+            Err(e) => {
+                tracing::error!(task = %t.id, "{e}");
+                return Err(Stop::Gone);
+            }
+        }
+        run.server.changed(&t.id);
+    }
+    loop {
+        if let Some(row) = run.check()?
+            && question::pending(&row).is_empty()
+            && let Some(answer) = row.answer
+        {
+            return Ok(Some(answer));
+        }
+        t.waker.notified().await;
+    }
+}
+
+/// A sampling request's answer, as this server reads it.
+enum Sampled {
+    Text { model: String, text: String },
+    Declined(String),
+    Cancelled,
+}
+
+fn sampled(answer: &Value) -> Sampled {
+    use taskdeck_protocol::sampling::CreateMessageResult;
+    if let Some(error) = answer.get("error") {
+        let why = error.get("message").and_then(Value::as_str).unwrap_or("refused");
+        return Sampled::Declined(format!("the client refused the sampling request: {why}"));
+    }
+    if let Ok(r) = serde_json::from_value::<CreateMessageResult>(answer.clone()) {
+        let text = r.content.text();
+        let text =
+            if text.is_empty() { "(the reply had no text)".to_owned() } else { text.chars().take(2000).collect() };
+        return Sampled::Text { model: r.model.chars().take(200).collect(), text };
+    }
+    match serde_json::from_value::<ElicitResult>(answer.clone()).map(|r| r.action) {
+        Ok(ElicitAction::Cancel) => Sampled::Cancelled,
+        Ok(_) => Sampled::Declined("the client declined the sampling request".into()),
+        Err(_) => Sampled::Declined("the client's reply to the sampling request could not be read".into()),
+    }
+}
+
+const FINDINGS: &str = "Three incidents this quarter; two were fixed by rolling back a deploy; the third was a \
+                        connection pool that was too small.";
+
+fn summary_request(topic: &str) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text",
+            "text": format!("Summarize these findings on {topic} in one sentence: {FINDINGS}")}}],
+        "systemPrompt": "You are a concise analyst. Answer in one sentence.",
+        "modelPreferences": {"hints": [{"name": "claude"}], "intelligencePriority": 0.8, "speedPriority": 0.3},
+        "includeContext": "none",
+        "maxTokens": 200
+    })
+}
+
+async fn summarize_findings(
+    run: &Run,
+    args: &Map<String, Value>,
+    row: Option<&TaskRow>,
+) -> Result<CallToolResult, Stop> {
+    let topic = args.get("topic").and_then(Value::as_str).unwrap_or("the topic").to_owned();
+    if row.is_none_or(|r| r.question.is_none()) {
+        run.checkpoint(1, &format!("Gathering findings on {topic}"), true)?;
+        run.pause(Duration::from_millis(150)).await?;
+        run.progress(1, 2, "Findings gathered".into());
+    }
+    let asked = ask_and_wait(run, row, "summary", Needs::Sampling, "Waiting for a summary from your model", |_| {
+        question::one(methods::SAMPLING_CREATE_MESSAGE, summary_request(&topic))
+    })
+    .await?;
+    let Some(answer) = asked else {
+        return Ok(CallToolResult::error_text(
+            "summarize_findings needs a language model's reply, and this client cannot be asked for one (it did \
+             not declare the sampling capability)",
+        ));
+    };
+    match sampled(&answer) {
+        Sampled::Text { model, text } => {
+            run.progress(2, 2, "Summary received".into());
+            let mut result =
+                CallToolResult::text(format!("Findings on {topic}: {FINDINGS}\nSummary ({model}): {text}"));
+            result.structured_content = Some(json!({"topic": topic, "summary": text, "model": model}));
+            Ok(result)
+        }
+        Sampled::Declined(why) => Ok(CallToolResult::error_text(format!("no summary: {why}"))),
+        Sampled::Cancelled => Err(Stop::Cancelled),
+    }
+}
+
+async fn plan_release(run: &Run, args: &Map<String, Value>, row: Option<&TaskRow>) -> Result<CallToolResult, Stop> {
+    let version = args.get("version").and_then(Value::as_str).unwrap_or("").chars().take(100).collect::<String>();
+    if run.task.as_ref().is_some_and(|t| t.era == Era::Legacy) {
+        return Ok(CallToolResult::error_text(
+            "plan_release asks two questions at once, which only the 2026-07-28 era can: call it from a modern client",
+        ));
+    }
+    let environment = json!({
+        "mode": "form",
+        "message": format!("Where should {version} be released?"),
+        "requestedSchema": {"type": "object", "properties": {"environment": {"type": "string",
+            "title": "Environment", "oneOf": [{"const": "staging", "title": "Staging"},
+            {"const": "production", "title": "Production"}]}}, "required": ["environment"]}
+    });
+    let note = json!({
+        "messages": [{"role": "user", "content": {"type": "text",
+            "text": format!("Write a one-line release note for version {version}.")}}],
+        "systemPrompt": "You write short release notes.",
+        "maxTokens": 100
+    });
+    let asked = ask_and_wait(
+        run,
+        row,
+        "plan",
+        Needs::SamplingAndElicitation,
+        "Waiting for the environment and the release note",
+        |key| {
+            question::several(vec![
+                (format!("{key}/environment"), methods::ELICITATION_CREATE, environment),
+                (format!("{key}/note"), methods::SAMPLING_CREATE_MESSAGE, note),
+            ])
+        },
+    )
+    .await?;
+    let Some(answers) = asked else {
+        return Ok(CallToolResult::error_text(
+            "plan_release needs a form answered and a language model's reply, and this client declared only one \
+             of elicitation and sampling (or neither)",
+        ));
+    };
+    let answers = answers.as_object().cloned().unwrap_or_default();
+    let of = |suffix: &str| answers.iter().find(|(k, _)| k.ends_with(suffix)).map(|(_, v)| v.clone());
+    let env = of("/environment")
+        .and_then(|v| serde_json::from_value::<ElicitResult>(v).ok())
+        .filter(|r| r.action == ElicitAction::Accept)
+        .and_then(|r| r.content?.get("environment")?.as_str().map(str::to_owned))
+        .filter(|e| e == "staging" || e == "production");
+    let Some(env) = env else {
+        return Ok(CallToolResult::error_text("no release planned: the environment was not given"));
+    };
+    let note = match of("/note").as_ref().map(sampled) {
+        Some(Sampled::Text { model, text }) => format!("Release note ({model}): {text}"),
+        Some(Sampled::Cancelled) => return Err(Stop::Cancelled),
+        Some(Sampled::Declined(why)) => format!("No release note: {why}"),
+        None => "No release note".to_owned(),
+    };
+    let mut result = CallToolResult::text(format!("Release {version} to {env} planned.\n{note}"));
+    result.structured_content = Some(json!({"version": version, "environment": env, "note": note}));
+    Ok(result)
 }
 
 fn next_key_number(previous: Option<&str>) -> u64 {
@@ -431,7 +627,10 @@ pub fn resume_all(server: &Arc<Server>) {
         }
     };
     for row in rows {
-        let resumable = matches!(row.tool.as_str(), GENERATE_REPORT | DIAGNOSE_INCIDENT | COUNT);
+        let resumable = matches!(
+            row.tool.as_str(),
+            GENERATE_REPORT | DIAGNOSE_INCIDENT | COUNT | SUMMARIZE_FINDINGS | PLAN_RELEASE
+        );
         if resumable {
             tracing::info!(task = %row.id, tool = %row.tool, status = %row.status, "resuming task");
             spawn(server, row);

@@ -204,6 +204,9 @@ pub struct ServerSettings {
     /// `oauth`: how a remote server's sign-in registers (a pre-registered client, scopes, the
     /// redirect port). Its secret is a [`Secret`], so no debug output of a config shows it.
     pub oauth: Option<ClientConfig>,
+    /// `sampling`: what the server's requests for a language model's reply get (`"ask"`, the
+    /// default; `{"auto": {"maxTokensPerTask": N}}`; `"refuse"`).
+    pub sampling: crate::sampling::SamplingPolicy,
 }
 
 /// A config entry that could not be read: listed with its error, never started.
@@ -302,7 +305,7 @@ impl Config {
 }
 
 /// Keys every entry may have, whatever its transport.
-const COMMON_KEYS: &[&str] = &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era"];
+const COMMON_KEYS: &[&str] = &["type", "disabled", "timeout", "minPollInterval", "maxPollInterval", "era", "sampling"];
 /// Keys of a local server started as a process.
 const STDIO_KEYS: &[&str] = &["command", "args", "env", "envFile", "cwd", "inheritEnv"];
 /// Keys of a remote server.
@@ -464,12 +467,19 @@ impl<E: Fn(&str) -> Option<String>> Entry<'_, E> {
             Some(Value::Object(o)) => Some(self.oauth(o)?),
             Some(_) => return Err(self.err("oauth", "must be an object")),
         };
+        let sampling = match entry.get("sampling") {
+            None | Some(Value::Null) => Default::default(),
+            Some(v) => {
+                crate::sampling::SamplingPolicy::from_config(v).map_err(|reason| self.err("sampling", reason))?
+            }
+        };
         Ok(ServerSettings {
             call_timeout: self.seconds(entry, "timeout", MAX_TIMEOUT_SECS)?,
             min_poll,
             max_poll,
             era,
             oauth,
+            sampling,
         })
     }
 
@@ -1056,6 +1066,7 @@ mod tests {
                 max_poll: Some(Duration::from_secs(10)),
                 era: Some(Era::Legacy),
                 oauth: None,
+                sampling: Default::default(),
             }
         );
         assert_eq!(c.servers[1].settings.era, Some(Era::Modern));
@@ -1068,6 +1079,7 @@ mod tests {
             (r#""maxPollInterval": 7200"#, "maxPollInterval", "at most"),
             (r#""minPollInterval": 5, "maxPollInterval": 1"#, "minPollInterval", "not be over maxPollInterval"),
             (r#""era": "ancient""#, "era", "unknown era"),
+            (r#""sampling": "always""#, "sampling", "not a sampling policy"),
             (r#""era": true"#, "era", "must be a string"),
         ] {
             let e = entry_error(&format!(r#"{{"mcpServers": {{"a": {{"command": "a", {entry}}}}}}}"#));

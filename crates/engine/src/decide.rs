@@ -32,15 +32,25 @@ pub(crate) struct Context {
     /// The pending question was asked on the session open now (and not withdrawn), so it can
     /// still be answered.
     pub question_open: bool,
+    /// The server's sampling policy refuses its requests: they are answered without asking.
+    pub refuse_sampling: bool,
 }
 
 pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<Action> {
     let mut out = Vec::new();
     if let Some(p) = &s.progress {
-        out.push(Action::Progress(Progress { progress: p.progress, total: p.total, message: p.message.clone() }));
+        let progress = Progress { progress: p.progress, total: p.total, message: p.message.clone() };
+        // A modern server repeats its progress on every poll; written again it would only move the
+        // task's `updated_at`, and a question would never look settled to whoever waits on it.
+        if rec.progress.as_ref() != Some(&progress) {
+            out.push(Action::Progress(progress));
+        }
     }
     let server_status = Some(s.status.to_string());
     let waiting = rec.status == TaskStatus::InputRequired && rec.question.is_some();
+    // What the user is asked; the rest of a modern task's input requests the driver answers
+    // (`inputs.rs`).
+    let asked = |q: &Question| q.asks_the_user() && !(ctx.refuse_sampling && q.is_sampling());
     match s.status {
         // A server whose questions come as requests of their own may go on saying `working`
         // while one is open (server-quirks 2); only its answer, its withdrawal or the task's end
@@ -56,10 +66,23 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
             message: s.status_message.clone(),
             server_status,
         })),
-        TaskStatus::InputRequired => match s.questions.iter().find(|q| q.is_elicitation() && !answered(rec, q)) {
+        TaskStatus::InputRequired => match s.questions.iter().find(|q| asked(q) && !answered(rec, q)) {
             // Only what was answered already: the server has not taken the answer into its list
             // yet (its acknowledgement is eventually consistent), which is no news.
-            None if s.questions.iter().any(|q| q.is_elicitation()) => {}
+            None if s.questions.iter().any(&asked) => {}
+            // Several at once: all of them are the user's, asked together and answered together.
+            Some(_) if s.questions.iter().filter(|q| asked(q) && !answered(rec, q)).count() > 1 => {
+                let questions: Vec<Question> =
+                    s.questions.iter().filter(|q| asked(q) && !answered(rec, q)).cloned().collect();
+                let message = s.status_message.clone().or_else(|| questions[0].message.clone());
+                let repeated = rec.status == TaskStatus::InputRequired
+                    && rec.questions == questions
+                    && rec.status_message == message;
+                if !repeated {
+                    let key = questions[0].key.clone();
+                    out.push(Action::Ask { key, update: Update::Questions { questions, message } });
+                }
+            }
             Some(q) => {
                 let asked = ask(q, s.status_message.clone());
                 let repeated = matches!(&asked, Action::Ask { update: Update::Question { question, message }, .. }
@@ -110,7 +133,9 @@ pub(crate) fn decide(rec: &TaskRecord, ctx: &Context, s: &TaskSnapshot) -> Vec<A
 /// so: it is unique for the task's lifetime (the extension asks clients to de-duplicate keys across
 /// polls), while a legacy request id may come again, from a restarted server, for a new question.
 fn answered(rec: &TaskRecord, q: &Question) -> bool {
-    matches!(q.key, QuestionKey::InputKey(_)) && rec.answer.as_ref().is_some_and(|a| a.key == q.key.to_text())
+    matches!(q.key, QuestionKey::InputKey(_))
+        && (rec.answer.as_ref().is_some_and(|a| a.key == q.key.to_text())
+            || rec.answered_keys.contains(&q.key.to_text()))
 }
 
 /// The question a server asked, as recorded: kept whole under its key so its form can be rebuilt
@@ -201,8 +226,10 @@ mod tests {
             status,
             status_message: message.map(str::to_owned),
             progress: None,
+            questions: question.iter().cloned().collect(),
             question,
             answer: None,
+            answered_keys: Vec::new(),
             result: None,
             error: None,
             ttl_ms: None,
@@ -250,10 +277,14 @@ mod tests {
         let modern_q = question(QuestionKey::InputKey("colour".into()));
         let other_q = question(QuestionKey::InputKey("size".into()));
         let answered_with = |mut r: TaskRecord, q: &Question| {
-            r.answer = Some(taskdeck_store::Answer { key: q.key.to_text(), response: json!({"action": "decline"}) });
+            r.answer = Some(taskdeck_store::Answer {
+                key: q.key.to_text(),
+                response: json!({"action": "decline"}),
+                note: None,
+            });
             r
         };
-        let open = Context { latest_message: None, question_open: true };
+        let open = Context { latest_message: None, question_open: true, ..Default::default() };
         let with = |mut s: TaskSnapshot, f: &dyn Fn(&mut TaskSnapshot)| {
             f(&mut s);
             s
@@ -284,14 +315,14 @@ mod tests {
             (
                 "a duplicate of the message waiting for the flush is no news",
                 record(Working, None, None),
-                Context { latest_message: Some("Preparing".into()), question_open: false },
+                Context { latest_message: Some("Preparing".into()), question_open: false, ..Default::default() },
                 snap(Working, Some("Preparing")),
                 vec![],
             ),
             (
                 "the message the store had, after another waits, is news again",
                 record(Working, Some("A"), None),
-                Context { latest_message: Some("B".into()), question_open: false },
+                Context { latest_message: Some("B".into()), question_open: false, ..Default::default() },
                 snap(Working, Some("A")),
                 vec![Action::DeferMessage { message: Some("A".into()), server_status: Some("working".into()) }],
             ),
@@ -487,9 +518,55 @@ mod tests {
             matches!(&asked, Action::Ask { update: Update::Question { message: Some(m), .. }, .. } if m == "Pick one")
         );
         let waiting = record(TaskStatus::InputRequired, Some("Pick one"), Some(&q));
-        let ctx = Context { latest_message: Some("Pick one".into()), question_open: true };
+        let ctx = Context { latest_message: Some("Pick one".into()), question_open: true, ..Default::default() };
         assert_eq!(decide(&waiting, &ctx, &snap(TaskStatus::Working, None)), vec![]);
         assert_eq!(decide(&rec, &Context::default(), &snap(TaskStatus::Working, None)), vec![]);
+    }
+
+    fn modern_asking(questions: Vec<Question>) -> TaskSnapshot {
+        TaskSnapshot { questions, lists_questions: true, ..snap(TaskStatus::InputRequired, None) }
+    }
+
+    fn sampling(key: &str) -> Question {
+        let request = QuestionRequest {
+            method: methods::SAMPLING_CREATE_MESSAGE.into(),
+            params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}),
+        };
+        Question::decode(QuestionKey::InputKey(key.into()), Some("r".into()), request)
+    }
+
+    #[test]
+    fn several_input_requests_are_asked_together_and_roots_or_refused_sampling_are_not_asked() {
+        let form = question(QuestionKey::InputKey("a".into()));
+        let roots = Question::decode(
+            QuestionKey::InputKey("r".into()),
+            Some("r".into()),
+            QuestionRequest { method: methods::ROOTS_LIST.into(), params: Value::Null },
+        );
+        let rec = record(TaskStatus::Working, None, None);
+        let s = modern_asking(vec![form.clone(), roots.clone(), sampling("b")]);
+        let got = decide(&rec, &Context::default(), &s);
+        assert!(
+            matches!(got.as_slice(), [Action::Ask { update: Update::Questions { questions, .. }, key }]
+                if questions.iter().map(|q| q.key.to_text()).collect::<Vec<_>>()
+                    == [form.key.to_text(), sampling("b").key.to_text()] && *key == form.key),
+            "{got:?}"
+        );
+        // Asked again by the next poll: no news.
+        let mut waiting = record(TaskStatus::InputRequired, Some("Pick one"), Some(&form));
+        waiting.questions = vec![form.clone(), sampling("b")];
+        assert_eq!(decide(&waiting, &Context::default(), &s), vec![]);
+        // Both answered together: neither is asked again while the server catches up.
+        let mut answered = record(TaskStatus::Working, None, None);
+        answered.answered_keys = vec![form.key.to_text(), sampling("b").key.to_text()];
+        assert_eq!(decide(&answered, &Context::default(), &s), vec![]);
+        // A policy that refuses sampling leaves only the form to ask.
+        let refusing = Context { refuse_sampling: true, ..Default::default() };
+        let got = decide(&rec, &refusing, &modern_asking(vec![roots, sampling("b"), form.clone()]));
+        assert!(
+            matches!(got.as_slice(), [Action::Ask { update: Update::Question { question, .. }, .. }] if **question == form),
+            "{got:?}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use taskdeck_client::{Asks, ClientError, Followed, Session, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{Asks, ClientError, Followed, Reply, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -274,6 +274,8 @@ async fn follow(
     let mut follow = session.follow(last, hub.servers.follow_options(&rec.server, hub.opts.follow()));
     // A poll sent before an answer was acknowledged may still show the question answered since.
     let mut answered_at: Option<Instant> = None;
+    // Input requests nobody is asked (roots, what Taskdeck cannot serve), answered once each.
+    let mut unasked = std::collections::HashSet::new();
     loop {
         if hub.gate.halted(&id).is_some() {
             return Step::Halted;
@@ -285,7 +287,10 @@ async fn follow(
         };
         tokio::select! {
             msg = rx.recv() => match msg {
-                Some(DriverMsg::Snapshot(s)) => hub.report(&rec, &s),
+                Some(DriverMsg::Snapshot(s)) => {
+                    hub.report(&rec, &s);
+                    crate::inputs::answer_unasked(hub, session, &rec.server, &s, &mut unasked).await;
+                }
                 Some(DriverMsg::Question(q)) => hub.record_question(&id, &rec.server, *q),
                 Some(DriverMsg::Answer(a)) => {
                     answer(hub, session, &rec, *a).await;
@@ -304,6 +309,7 @@ async fn follow(
                         tracing::debug!(task = %id, "a poll older than the answer is no news");
                     } else {
                         hub.report(&rec, &snapshot);
+                        crate::inputs::answer_unasked(hub, session, &rec.server, &snapshot, &mut unasked).await;
                     }
                 }
                 Some(Followed::Unknown(e)) => {
@@ -323,6 +329,53 @@ async fn follow(
     }
 }
 
+/// Delivers the answers to every question pending at once in one `tasks/update`, then records them
+/// with one `answer` event.
+async fn answer_several(
+    hub: &Hub,
+    session: &Session,
+    now: &TaskRecord,
+    key: taskdeck_client::QuestionKey,
+    response: Reply,
+    note: Option<Value>,
+    more: &[(taskdeck_client::QuestionKey, Reply, Option<Value>)],
+) -> crate::error::Result<TaskRecord> {
+    let all: Vec<_> = std::iter::once((key, response, note)).chain(more.iter().cloned()).collect();
+    let pending: Vec<_> = now.questions.iter().map(|q| q.key.clone()).collect();
+    let given: Vec<_> = all.iter().map(|(k, _, _)| k.clone()).collect();
+    let remote = now.remote_task_id.as_deref();
+    let inputs: Option<Vec<(String, Reply)>> = all
+        .iter()
+        .map(|(k, r, _)| match k {
+            taskdeck_client::QuestionKey::InputKey(k) => Some((k.clone(), r.clone())),
+            taskdeck_client::QuestionKey::Request(_) => None,
+        })
+        .collect();
+    let (Some(remote), Some(mut inputs), true) = (remote, inputs, pending == given) else {
+        let e = StoreError::Refused {
+            id: now.id.clone(),
+            current: now.status,
+            attempted: Attempt::Answer,
+            reason: "the task is no longer waiting for these answers".into(),
+        };
+        return Err(EngineError::from(e));
+    };
+    for ((_, reply), q) in inputs.iter_mut().zip(&now.questions) {
+        if let (Asks::Form { schema, .. }, Reply::Result(result)) = (&q.asks, reply)
+            && let Some(content) = result.get_mut("content")
+        {
+            validate::integers_as_integers(schema, content);
+        }
+    }
+    session.respond_inputs(remote, inputs).await?;
+    hub.live.close_question(&now.id);
+    let answers = all
+        .iter()
+        .map(|(k, r, n)| Answer { key: k.to_text(), response: crate::reply::stored(r, n.as_ref()), note: n.clone() })
+        .collect();
+    hub.gate.apply(&now.id, Update::Answers(answers))
+}
+
 /// Delivers the user's answer and records it, before anything the server says after it.
 async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, a: AnswerMsg) {
     let outcome = async {
@@ -339,22 +392,22 @@ async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, a: AnswerMsg) {
             };
             return Err(EngineError::from(e));
         }
+        if !a.more.is_empty() {
+            return answer_several(hub, session, &now, a.key.clone(), a.response.clone(), a.note.clone(), &a.more)
+                .await;
+        }
         let mut response = a.response.clone();
         // Integral floats go out as integers where the form says integer, as arguments do.
         if let Some(Asks::Form { schema, .. }) = now.question.as_ref().map(|q| &q.asks)
-            && let Some(content) = response.content.take()
+            && let Reply::Result(result) = &mut response
+            && let Some(content) = result.get_mut("content")
         {
-            let mut content = Value::Object(content);
-            validate::integers_as_integers(schema, &mut content);
-            response.content = match content {
-                Value::Object(c) => Some(c),
-                _ => None,
-            };
+            validate::integers_as_integers(schema, content);
         }
-        session.answer(&a.key, now.remote_task_id.as_deref(), &response).await?;
+        session.reply(&a.key, now.remote_task_id.as_deref(), response.clone()).await?;
         hub.live.close_question(&rec.id);
-        let response = serde_json::to_value(&response).unwrap_or_default();
-        hub.gate.apply(&rec.id, Update::Answer(Answer { key: a.key.to_text(), response }))
+        let stored = crate::reply::stored(&response, a.note.as_ref());
+        hub.gate.apply(&rec.id, Update::Answer(Answer { key: a.key.to_text(), response: stored, note: a.note }))
     }
     .await;
     let _ = a.reply.send(outcome);

@@ -13,7 +13,6 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use taskdeck_client::{ClientError, QuestionKey};
 use taskdeck_protocol::TaskStatus;
-use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{TaskSupport, Tool};
 use taskdeck_store::{
     Attempt, FailureReason, ListFilter, Mode, NewTask, Question as StoredQuestion, Store, StoreError, TaskEvent,
@@ -82,7 +81,11 @@ impl Engine {
     /// Like [`Engine::open`] with a config the caller loaded. The desktop app uses it to start with
     /// no servers when the config file is broken, show the error, and pick up the fix with
     /// [`Engine::reload_config`].
-    pub async fn open_with_config(paths: Paths, opts: EngineOptions, config: Config) -> Result<Engine> {
+    pub async fn open_with_config(paths: Paths, mut opts: EngineOptions, config: Config) -> Result<Engine> {
+        if opts.models.is_empty() {
+            // The user's providers (settings.json's `models`), unless the caller brought its own.
+            opts.models = crate::sampling::configured::from_settings(&paths.data_dir);
+        }
         let lock = DataDirLock::acquire(&paths.data_dir)?;
         let store_path = paths.store_file();
         let store = tokio::task::spawn_blocking(move || Store::open(store_path))
@@ -315,28 +318,12 @@ impl Engine {
             (Some(q), TaskStatus::InputRequired) => q.clone(),
             _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for an answer").into()),
         };
-        let response = match &input {
-            AnswerInput::Accept(_) if question.too_large_size().is_some() => {
-                let message = "the question is too large to show; it can only be declined or cancelled".into();
-                return Err(EngineError::InvalidAnswer { path: String::new(), message });
-            }
-            AnswerInput::Accept(content) => {
-                if let Some(schema) = question.schema() {
-                    self.hub
-                        .schemas
-                        .check(schema, &Value::Object(content.clone()))
-                        .map_err(|(path, message)| EngineError::InvalidAnswer { path, message })?;
-                }
-                question.accept(content.clone())
-            }
-            AnswerInput::Decline => ElicitResult::decline(),
-            AnswerInput::Cancel => ElicitResult::cancel(),
-        };
+        let (response, note) = crate::reply::reply(&self.hub.schemas, &question, &input)?;
         self.server(&rec.server)?;
         self.ensure_driver(id);
         let key = self.live_question_key(&rec, &question).await?;
         let (reply, replied) = oneshot::channel();
-        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, reply }));
+        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, note, more: Vec::new(), reply }));
         if self.hub.live.send(id, msg).is_ok()
             && let Ok(outcome) = replied.await
         {
@@ -355,6 +342,77 @@ impl Engine {
             server: now.server.clone(),
             reason: self.stalled(id).unwrap_or_else(|| "nobody could deliver the answer".into()),
         })
+    }
+
+    /// Answers every question pending on the task at once, one input per question in the order of
+    /// [`TaskRecord::questions`], delivered in one `tasks/update`. Each answer is checked as
+    /// [`Engine::answer`] checks one (a path names the question by its place: `/1/service`). With
+    /// one question pending, the same as [`Engine::answer`].
+    pub async fn answer_all(&self, id: &str, inputs: Vec<AnswerInput>) -> Result<TaskRecord> {
+        if let Some(e) = self.store_failure(id) {
+            return Err(e);
+        }
+        let rec = self.hub.gate.get(id)?;
+        if rec.questions.len() < 2 || rec.status != TaskStatus::InputRequired {
+            let Ok([input]) = <[AnswerInput; 1]>::try_from(inputs) else {
+                let message = "one question is pending: give one answer".to_owned();
+                return Err(EngineError::InvalidAnswer { path: String::new(), message });
+            };
+            return self.answer(id, input).await;
+        }
+        if inputs.len() != rec.questions.len() {
+            let message = format!("{} questions are pending: give one answer for each, in order", rec.questions.len());
+            return Err(EngineError::InvalidAnswer { path: String::new(), message });
+        }
+        let mut replies = Vec::new();
+        for (i, (q, input)) in rec.questions.iter().zip(&inputs).enumerate() {
+            let (reply, note) = crate::reply::reply(&self.hub.schemas, q, input).map_err(|e| match e {
+                EngineError::InvalidAnswer { path, message } => {
+                    EngineError::InvalidAnswer { path: format!("/{i}{path}"), message }
+                }
+                other => other,
+            })?;
+            replies.push((q.key.clone(), reply, note));
+        }
+        self.server(&rec.server)?;
+        self.ensure_driver(id);
+        let (key, response, note) = replies.remove(0);
+        let (reply, replied) = oneshot::channel();
+        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, note, more: replies, reply }));
+        if self.hub.live.send(id, msg).is_ok()
+            && let Ok(outcome) = replied.await
+        {
+            return outcome;
+        }
+        if let Some(e) = self.store_failure(id) {
+            return Err(e);
+        }
+        let now = self.hub.gate.get(id)?;
+        if !is_waiting_for_answer(&now) {
+            return Err(refused(&now, Attempt::Answer, "the task is no longer waiting for an answer").into());
+        }
+        Err(EngineError::ServerUnavailable {
+            server: now.server.clone(),
+            reason: self.stalled(id).unwrap_or_else(|| "nobody could deliver the answers".into()),
+        })
+    }
+
+    /// Sends the task's pending sampling question to the configured model (the one its hints
+    /// pick) and returns the completion, for the user to read, edit and then give as the answer.
+    /// Nothing goes to the server here.
+    pub async fn sample(&self, id: &str) -> Result<crate::sampling::Completion> {
+        let rec = self.hub.gate.get(id)?;
+        let params = match (&rec.question, rec.status) {
+            (Some(q), TaskStatus::InputRequired) if q.is_sampling() => {
+                q.sampling_params().ok_or_else(|| EngineError::InvalidAnswer {
+                    path: String::new(),
+                    message: "this sampling request could not be read: decline it".into(),
+                })?
+            }
+            _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into()),
+        };
+        let model = self.hub.opts.models.pick(params.model_preferences.as_ref())?;
+        Ok(model.complete(&params).await?)
     }
 
     /// The key under which the pending question can be answered on the session open now. Modern

@@ -35,6 +35,9 @@ pub enum EngineError {
     /// driving the task, which stays recorded as it was, and sends nothing more for it.
     #[error("{}", unwritable_message(path, *fault, task.as_deref(), detail))]
     StoreUnwritable { path: PathBuf, fault: StoreFault, task: Option<String>, detail: String },
+    /// A sampling request could not be sent to a model (none configured, or it failed).
+    #[error(transparent)]
+    Model(#[from] crate::sampling::ModelError),
 }
 
 /// Why the store cannot be written: the two store failures no retry can get past.
@@ -98,6 +101,10 @@ pub enum ErrorCode {
     DiskFull,
     /// The store file is damaged: it needs a backup or a new file.
     Damaged,
+    /// No model is configured for sampling: the reply is the user's to write.
+    NoModel,
+    /// The model a sampling request was sent to failed or refused it.
+    ModelFailed,
     // The store's kinds, named as `StoreError::code` names them.
     NotSqlite,
     ForeignDatabase,
@@ -140,6 +147,8 @@ impl ErrorCode {
             ErrorCode::QuestionNotLive => "question_not_live",
             ErrorCode::DiskFull => "disk_full",
             ErrorCode::Damaged => "damaged",
+            ErrorCode::NoModel => "no_model",
+            ErrorCode::ModelFailed => "model_failed",
             ErrorCode::NotSqlite => "not_sqlite",
             ErrorCode::ForeignDatabase => "foreign_database",
             ErrorCode::DatabaseTooNew => "database_too_new",
@@ -220,6 +229,8 @@ impl EngineError {
             EngineError::QuestionNotLive { .. } => ErrorCode::QuestionNotLive,
             EngineError::StoreUnwritable { fault: StoreFault::DiskFull, .. } => ErrorCode::DiskFull,
             EngineError::StoreUnwritable { fault: StoreFault::Damaged, .. } => ErrorCode::Damaged,
+            EngineError::Model(crate::sampling::ModelError::NoModel) => ErrorCode::NoModel,
+            EngineError::Model(_) => ErrorCode::ModelFailed,
         }
     }
 

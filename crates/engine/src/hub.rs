@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use taskdeck_client::{Question, QuestionKey, Resumable, Session, SessionEvent, TaskSnapshot};
+use taskdeck_client::{Question, QuestionKey, Reply, Resumable, Session, SessionEvent, TaskSnapshot};
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_store::{HttpSession, Progress, Store, TaskRecord, TaskStatus};
 
@@ -54,6 +54,7 @@ impl Hub {
         Context {
             latest_message: self.gate.latest_message(rec),
             question_open: self.live.question(&rec.id).is_some_and(|q| q.connection.is_some() && q.connection == pid),
+            refuse_sampling: self.servers.sampling_policy(&rec.server) == crate::sampling::SamplingPolicy::Refuse,
         }
     }
 
@@ -82,8 +83,20 @@ impl Hub {
         }
     }
 
-    /// A question the server sent as a request of its own (legacy `elicitation/create`).
+    /// A question the server sent as a request of its own (legacy `elicitation/create`,
+    /// `sampling/createMessage`). A sampling request the server's policy refuses is answered with
+    /// an error at once, and the refusal logged on the task.
     pub fn record_question(&self, id: &str, server: &str, q: Question) {
+        if q.is_sampling() && self.servers.sampling_policy(server) == crate::sampling::SamplingPolicy::Refuse {
+            tracing::info!(server, task = id, "a sampling request refused by the server's policy");
+            if let Some(session) = self.servers.get(server).and_then(|s| s.current_session()) {
+                let reply = Reply::Refused(crate::sampling::refused_by_policy());
+                tokio::spawn(async move {
+                    let _ = session.reply(&q.key, None, reply).await;
+                });
+            }
+            return;
+        }
         let action = decide::ask(&q, None);
         if let Action::Ask { key, update } = action {
             let pid = self.servers.connection(server);
@@ -112,9 +125,14 @@ impl Hub {
     /// Declines, on the server, a question nobody here can be shown.
     fn cancel_question(&self, server: &str, q: Question) {
         tracing::warn!(server, "a question that belongs to no task was cancelled");
+        let reply = if q.is_sampling() {
+            crate::sampling::cancelled().0
+        } else {
+            Reply::Result(serde_json::to_value(ElicitResult::cancel()).unwrap_or_default())
+        };
         if let Some(session) = self.servers.get(server).and_then(|s| s.current_session()) {
             tokio::spawn(async move {
-                let _ = session.answer(&q.key, None, &ElicitResult::cancel()).await;
+                let _ = session.reply(&q.key, None, reply).await;
             });
         }
     }

@@ -9,8 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
-use taskdeck_client::{Question, QuestionKey, TaskSnapshot};
-use taskdeck_protocol::elicitation::ElicitResult;
+use taskdeck_client::{Question, QuestionKey, Reply, TaskSnapshot};
 use taskdeck_store::TaskRecord;
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,7 +34,11 @@ pub(crate) enum DriverMsg {
 pub(crate) struct AnswerMsg {
     /// The key the question can be answered under on the session open now.
     pub key: QuestionKey,
-    pub response: ElicitResult,
+    pub response: Reply,
+    /// What the event log keeps beside a sampling reply (`sampling::Note`).
+    pub note: Option<serde_json::Value>,
+    /// The answers to the other questions pending with it, given together (one `tasks/update`).
+    pub more: Vec<(QuestionKey, Reply, Option<serde_json::Value>)>,
     pub reply: oneshot::Sender<Result<TaskRecord>>,
 }
 

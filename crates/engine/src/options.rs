@@ -26,6 +26,8 @@ pub struct EngineOptions {
     /// with the reason: a server that cannot be read or does not answer must not keep a task
     /// `working` for ever.
     pub poll_give_up: Duration,
+    /// The models sampling requests may be sent to (none until a provider is configured).
+    pub models: crate::sampling::Models,
 }
 
 impl Default for EngineOptions {
@@ -38,6 +40,7 @@ impl Default for EngineOptions {
             progress_flush: Duration::from_millis(100),
             question_wait: Duration::from_secs(30),
             poll_give_up: Duration::from_secs(120),
+            models: crate::sampling::Models::none(),
         }
     }
 }
@@ -101,6 +104,7 @@ mod tests {
             max_poll: None,
             era: Some(Era::Legacy),
             oauth: None,
+            sampling: Default::default(),
         };
         let s = set.session(&engine.session);
         assert_eq!((s.call_timeout, s.force_era), (Duration::from_secs(9), Some(Era::Legacy)));

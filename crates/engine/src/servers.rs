@@ -73,6 +73,11 @@ impl Servers {
         self.get(name).map_or(base, |s| s.config.settings.follow(base))
     }
 
+    /// What `name`'s sampling requests get (see [`crate::sampling::SamplingPolicy`]).
+    pub fn sampling_policy(&self, name: &str) -> crate::sampling::SamplingPolicy {
+        self.get(name).map(|s| s.config.settings.sampling).unwrap_or_default()
+    }
+
     /// The connection a legacy question asked now is open on, if one is: see [`connection_key`].
     pub fn connection(&self, name: &str) -> Option<u32> {
         self.get(name).and_then(|s| s.current_session()).as_ref().and_then(connection_key)

@@ -22,6 +22,7 @@ pub mod meta;
 pub mod methods;
 pub mod modern;
 pub mod question;
+pub mod sampling;
 pub mod task;
 pub mod types;
 pub mod url_check;

@@ -65,9 +65,10 @@ pub enum Asks {
     Form { schema: Value, form: FormModel },
     /// A URL-mode elicitation: the user visits `url`; accepting only says they agreed to.
     Url { url: String, elicitation_id: String },
-    /// `sampling/createMessage` (modern `inputRequests`): the server wants an LLM completion.
-    /// Taskdeck does not answer these yet; its params are in the question's `request`.
-    Sampling,
+    /// `sampling/createMessage` (a legacy request, or a modern `inputRequests` entry): the server
+    /// wants a language model's reply. `sampling` is what the review shows of it; the messages
+    /// themselves are in the question's `request` (see [`crate::sampling`]).
+    Sampling { sampling: Box<crate::sampling::SamplingAsk> },
     /// `roots/list` in a modern `inputRequests`: the server wants the client's roots.
     Roots,
     /// A request whose params do not have the shape its method requires (an elicitation without
@@ -186,9 +187,29 @@ impl Question {
         }
     }
 
-    /// Whether this is an elicitation (well formed or not), the only kind Taskdeck asks a user today.
+    /// Whether this is an elicitation (well formed or not).
     pub fn is_elicitation(&self) -> bool {
         self.request.method == methods::ELICITATION_CREATE
+    }
+
+    /// Whether the user is asked this (an elicitation or a sampling request, well formed or not);
+    /// anything else a server lists (roots, a method Taskdeck does not know) is answered without
+    /// asking anyone.
+    pub fn asks_the_user(&self) -> bool {
+        self.is_elicitation() || self.is_sampling()
+    }
+
+    /// Whether this is a sampling request (well formed or not).
+    pub fn is_sampling(&self) -> bool {
+        self.request.method == methods::SAMPLING_CREATE_MESSAGE
+    }
+
+    /// The sampling request's params, for a well-formed sampling question.
+    pub fn sampling_params(&self) -> Option<crate::sampling::CreateMessageParams> {
+        match self.asks {
+            Asks::Sampling { .. } => crate::sampling::CreateMessageParams::deserialize(&self.request.params).ok(),
+            _ => None,
+        }
     }
 
     /// The schema an accepted answer must satisfy, for a form elicitation.
@@ -233,7 +254,7 @@ fn asks(request: &QuestionRequest) -> (Option<String>, Asks) {
             }
             Err(e) => (message(), Asks::Malformed { reason: format!("invalid elicitation: {e}") }),
         },
-        methods::SAMPLING_CREATE_MESSAGE => (None, Asks::Sampling),
+        methods::SAMPLING_CREATE_MESSAGE => crate::sampling::asks(&request.params),
         methods::ROOTS_LIST => (None, Asks::Roots),
         other => (message(), Asks::Unsupported { reason: format!("Taskdeck does not answer {other}") }),
     }
@@ -336,7 +357,9 @@ mod tests {
         let key = QuestionKey::InputKey("k".into());
         let sampling = request("sampling/createMessage", json!({"messages": [], "maxTokens": 10}));
         let q = Question::decode(key.clone(), None, sampling.clone());
-        assert_eq!((q.asks, q.request), (Asks::Sampling, sampling));
+        assert!(matches!(&q.asks, Asks::Sampling { sampling } if sampling.max_tokens == 10), "{q:?}");
+        assert_eq!(q.request, sampling);
+        assert!(q.asks_the_user() && q.is_sampling() && q.sampling_params().is_some());
         assert_eq!(Question::decode(key.clone(), None, request("roots/list", Value::Null)).asks, Asks::Roots);
         let q = Question::decode(key, None, request("tea/brew", json!({"message": "Milk?"})));
         assert_eq!(q.asks, Asks::Unsupported { reason: "Taskdeck does not answer tea/brew".into() });

@@ -167,6 +167,7 @@ fn message_def(era: Era, sender: Sender, method: &str, is_request: bool) -> Opti
         }
         (Era::Legacy, Sender::Server, "elicitation/create", true) => legacy("ElicitRequest"),
         (Era::Legacy, Sender::Server, "roots/list", true) => legacy("ListRootsRequest"),
+        (Era::Legacy, Sender::Server, "sampling/createMessage", true) => legacy("CreateMessageRequest"),
         (Era::Legacy, Sender::Server, "notifications/progress", false) => legacy("ProgressNotification"),
         (Era::Legacy, _, "notifications/tasks/status", false) => legacy("TaskStatusNotification"),
         (Era::Legacy, Sender::Server, "notifications/message", false) => legacy("LoggingMessageNotification"),
@@ -211,6 +212,7 @@ fn result_defs(era: Era, sender: Sender, answering: &str, result: &Value) -> Opt
         (Era::Legacy, _, "ping") => (Legacy, "EmptyResult"),
         (Era::Legacy, Sender::Client, "elicitation/create") => (Legacy, "ElicitResult"),
         (Era::Legacy, Sender::Client, "roots/list") => (Legacy, "ListRootsResult"),
+        (Era::Legacy, Sender::Client, "sampling/createMessage") => (Legacy, "CreateMessageResult"),
         (Era::Modern, Sender::Server, "server/discover") => (Modern, "DiscoverResult"),
         (Era::Modern, Sender::Server, "tools/list") => (Modern, "ListToolsResult"),
         (Era::Modern, Sender::Server, "tools/call") => match result_type {

@@ -31,8 +31,16 @@ pub enum Update {
         question: Box<Question>,
         message: Option<String>,
     },
+    /// The server is waiting on several answers at once (a modern task's `inputRequests`), in its
+    /// order. Replaces any question already pending.
+    Questions {
+        questions: Vec<Question>,
+        message: Option<String>,
+    },
     /// The user answered the pending question with the same key; the task is working again.
     Answer(Answer),
+    /// The user answered several pending questions at once (one `tasks/update`).
+    Answers(Vec<Answer>),
     /// The request's result arrived. A tool result with `isError: true` makes the task failed
     /// (see [`taskdeck_status`]); the result is kept either way.
     Completed {
@@ -86,6 +94,9 @@ pub(crate) fn bounded(update: Update) -> Update {
         Update::Question { question, message } => {
             Update::Question { question, message: message.map(limits::status_message) }
         }
+        Update::Questions { questions, message } => {
+            Update::Questions { questions, message: message.map(limits::status_message) }
+        }
         Update::Failed { error, server_status } => Update::Failed {
             error: TaskError {
                 code: error.code,
@@ -103,7 +114,7 @@ pub(crate) fn bounded(update: Update) -> Update {
         Update::Completed { result, server_status } => {
             Update::Completed { result, server_status: error_text(server_status) }
         }
-        answer @ Update::Answer(_) => answer,
+        answer @ (Update::Answer(_) | Update::Answers(_)) => answer,
     }
 }
 
@@ -145,8 +156,8 @@ impl Update {
         match self {
             Update::Status { .. } => Attempt::Status,
             Update::Progress(_) => Attempt::Progress,
-            Update::Question { .. } => Attempt::Question,
-            Update::Answer(_) => Attempt::Answer,
+            Update::Question { .. } | Update::Questions { .. } => Attempt::Question,
+            Update::Answer(_) | Update::Answers(_) => Attempt::Answer,
             Update::Completed { .. } => Attempt::Complete,
             Update::Failed { .. } => Attempt::Fail,
             Update::Cancelled { .. } => Attempt::Cancel,
@@ -234,6 +245,46 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             });
             Plan { to: TaskStatus::InputRequired, event, derived_error: None }
         }
+        Update::Questions { questions, message } => {
+            let Some(first) = questions.first() else {
+                return Err(refuse(current, attempted, "no question given"));
+            };
+            let repeated = from == TaskStatus::InputRequired
+                && current.questions == *questions
+                && *message == current.status_message;
+            let event = (!repeated).then(|| {
+                let all: Vec<Value> =
+                    questions.iter().map(|q| json!({ "key": q.key.to_text(), "request": q.request })).collect();
+                (
+                    EventKind::Question,
+                    json!({ "key": first.key.to_text(), "request": first.request, "message": message,
+                        "questions": all }),
+                )
+            });
+            Plan { to: TaskStatus::InputRequired, event, derived_error: None }
+        }
+        Update::Answers(answers) => {
+            if from != TaskStatus::InputRequired || current.questions.is_empty() {
+                return Err(refuse(current, attempted, "the task is not waiting for input"));
+            }
+            let pending: Vec<String> = current.questions.iter().map(|q| q.key.to_text()).collect();
+            if answers.is_empty() {
+                return Err(refuse(current, attempted, "no answer given"));
+            }
+            if let Some(a) = answers.iter().find(|a| !pending.contains(&a.key)) {
+                return Err(refuse(current, attempted, format!("no pending question is {:?}", a.key)));
+            }
+            let all: Vec<Value> = answers
+                .iter()
+                .map(|a| match &a.note {
+                    None => json!({ "key": a.key, "response": a.response }),
+                    Some(note) => json!({ "key": a.key, "response": a.response, "sampling": note }),
+                })
+                .collect();
+            let mut data = all[0].clone();
+            data["answers"] = Value::Array(all);
+            Plan { to: TaskStatus::Working, event: Some((EventKind::Answer, data)), derived_error: None }
+        }
         Update::Answer(answer) => {
             let Some(pending) = &current.question else {
                 return Err(refuse(current, attempted, "no question is pending"));
@@ -250,7 +301,13 @@ pub(crate) fn plan(current: &TaskRecord, update: &Update) -> Result<Plan, StoreE
             }
             Plan {
                 to: TaskStatus::Working,
-                event: Some((EventKind::Answer, json!({ "key": answer.key, "response": answer.response }))),
+                event: Some((
+                    EventKind::Answer,
+                    match &answer.note {
+                        None => json!({ "key": answer.key, "response": answer.response }),
+                        Some(note) => json!({ "key": answer.key, "response": answer.response, "sampling": note }),
+                    },
+                )),
                 derived_error: None,
             }
         }

@@ -32,7 +32,8 @@ struct Inner {
 
 const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status, \
      status_message, progress, progress_total, progress_message, question_key, question, answer_key, answer, \
-     result, error_code, error_message, error_reason, ttl_ms, poll_interval_ms, created_at, updated_at";
+     result, error_code, error_message, error_reason, ttl_ms, poll_interval_ms, created_at, updated_at, questions, \
+     answered_keys";
 
 /// [`TASK_COLUMNS`] of `tasks AS t`, for queries that join.
 pub(crate) static TASK_COLUMNS_OF_T: LazyLock<String> =
@@ -361,7 +362,8 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
             conn.prepare_cached(
                 "UPDATE tasks SET status = ?2, status_message = ?3, updated_at = ?4,
                      question_key = CASE WHEN ?2 = 'input_required' THEN question_key END,
-                     question = CASE WHEN ?2 = 'input_required' THEN question END
+                     question = CASE WHEN ?2 = 'input_required' THEN question END,
+                     questions = CASE WHEN ?2 = 'input_required' THEN questions END
                  WHERE id = ?1",
             )?
             .execute(params![id, to, message, now])?;
@@ -375,15 +377,44 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
         }
         Update::Question { question, message } => {
             conn.prepare_cached(
-                "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6
+                "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6,
+                     questions = NULL
                  WHERE id = ?1",
             )?
             .execute(params![id, to, question.key.to_text(), question_json(question), message, now])?;
         }
-        Update::Answer(Answer { key, response }) => {
+        Update::Questions { questions, message } => {
+            let first = questions.first().map(|q| (q.key.to_text(), question_json(q)));
+            let all = serde_json::to_value(questions).unwrap_or_default().to_string();
             conn.prepare_cached(
-                "UPDATE tasks SET status = ?2, question_key = NULL, question = NULL, answer_key = ?3, answer = ?4,
-                     updated_at = ?5
+                "UPDATE tasks SET status = ?2, question_key = ?3, question = ?4, status_message = ?5, updated_at = ?6,
+                     questions = ?7
+                 WHERE id = ?1",
+            )?
+            .execute(params![
+                id,
+                to,
+                first.as_ref().map(|f| &f.0),
+                first.as_ref().map(|f| &f.1),
+                message,
+                now,
+                all
+            ])?;
+        }
+        Update::Answers(answers) => {
+            let keys = serde_json::to_value(answers.iter().map(|a| &a.key).collect::<Vec<_>>()).unwrap_or_default();
+            let first = &answers[0];
+            conn.prepare_cached(
+                "UPDATE tasks SET status = ?2, question_key = NULL, question = NULL, questions = NULL, answer_key = ?3,
+                     answer = ?4, answered_keys = ?5, updated_at = ?6
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, to, first.key, first.response.to_string(), keys.to_string(), now])?;
+        }
+        Update::Answer(Answer { key, response, .. }) => {
+            conn.prepare_cached(
+                "UPDATE tasks SET status = ?2, question_key = NULL, question = NULL, questions = NULL, answer_key = ?3,
+                     answer = ?4, answered_keys = NULL, updated_at = ?5
                  WHERE id = ?1",
             )?
             .execute(params![id, to, key, response.to_string(), now])?;
@@ -467,7 +498,8 @@ fn set_outcome(
 ) -> Result<()> {
     conn.prepare_cached(
         "UPDATE tasks SET status = ?2, result = ?3, error_code = ?4, error_message = ?5, error_reason = ?6,
-             status_message = COALESCE(?7, status_message), question_key = NULL, question = NULL, updated_at = ?8
+             status_message = COALESCE(?7, status_message), question_key = NULL, question = NULL, questions = NULL,
+             updated_at = ?8
          WHERE id = ?1",
     )?
     .execute(params![
@@ -545,6 +577,8 @@ pub(crate) struct RawTask {
     poll_interval_ms: Option<i64>,
     created_at: String,
     updated_at: String,
+    questions: Option<String>,
+    answered_keys: Option<String>,
 }
 
 impl RawTask {
@@ -575,6 +609,8 @@ impl RawTask {
             poll_interval_ms: r.get(22)?,
             created_at: r.get(23)?,
             updated_at: r.get(24)?,
+            questions: r.get(25)?,
+            answered_keys: r.get(26)?,
         })
     }
 
@@ -595,8 +631,19 @@ impl RawTask {
             (None, None) => None,
             _ => return Err(corrupt("question", "question and question_key must be set together".into())),
         };
+        let questions: Vec<Question> = match self.questions {
+            Some(all) => {
+                serde_json::from_value(json("questions", &all)?).map_err(|e| corrupt("questions", e.to_string()))?
+            }
+            None => question.iter().cloned().collect(),
+        };
+        let answered_keys: Vec<String> = match self.answered_keys {
+            Some(keys) => serde_json::from_value(json("answered_keys", &keys)?)
+                .map_err(|e| corrupt("answered_keys", e.to_string()))?,
+            None => Vec::new(),
+        };
         let answer = match (self.answer_key, self.answer) {
-            (Some(key), Some(response)) => Some(Answer { key, response: json("answer", &response)? }),
+            (Some(key), Some(response)) => Some(Answer { key, response: json("answer", &response)?, note: None }),
             (None, None) => None,
             _ => return Err(corrupt("answer", "answer and answer_key must be set together".into())),
         };
@@ -611,7 +658,9 @@ impl RawTask {
                 message: self.progress_message,
             }),
             question,
+            questions,
             answer,
+            answered_keys,
             result: self.result.map(|r| json("result", &r)).transpose()?,
             error: self.error_message.map(|message| TaskError {
                 code: self.error_code,

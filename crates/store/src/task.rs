@@ -64,6 +64,11 @@ pub use taskdeck_protocol::question::Question;
 pub struct Answer {
     pub key: String,
     pub response: Value,
+    /// For a sampling request: who approved the reply, its model and the tokens it used (see
+    /// `taskdeck_engine::sampling::Note`). Kept in the `answer` event only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "unknown"))]
+    pub note: Option<Value>,
 }
 
 /// Why a task failed. `code` is the JSON-RPC error code when a server sent one.
@@ -184,7 +189,15 @@ pub struct TaskRecord {
     pub status_message: Option<String>,
     pub progress: Option<Progress>,
     pub question: Option<Question>,
+    /// Every question pending at once, in the server's order: `question` is the first. Empty
+    /// when none is.
+    #[serde(default)]
+    pub questions: Vec<Question>,
     pub answer: Option<Answer>,
+    /// The keys the last answer answered, when it answered several questions at once (`answer`
+    /// is the first of them).
+    #[serde(default)]
+    pub answered_keys: Vec<String>,
     pub result: Option<Value>,
     pub error: Option<TaskError>,
     pub ttl_ms: Option<i64>,

@@ -56,7 +56,9 @@ fn the_end_and_the_answers_after_the_cap_are_kept() {
         f.store.apply(id, working(format!("step {i}"))).unwrap();
     }
     f.store.apply(id, Update::Question { question: Box::new(question("k")), message: None }).unwrap();
-    f.store.apply(id, Update::Answer(Answer { key: answer_key("k"), response: json!({"action": "decline"}) })).unwrap();
+    f.store
+        .apply(id, Update::Answer(Answer { key: answer_key("k"), response: json!({"action": "decline"}), note: None }))
+        .unwrap();
     f.store.apply(id, working("after the answer".into())).unwrap();
     let error = TaskError { code: Some(-32603), message: "boom".into(), reason: None };
     let done = f.store.apply(id, Update::Failed { error, server_status: Some("failed".into()) }).unwrap();
@@ -177,6 +179,6 @@ fn a_question_over_the_bound_is_recorded_as_too_large_without_its_body_and_can_b
     assert_eq!(q.message.as_deref(), Some("Pick one"));
     let stored = serde_json::to_string(&store.events(&task.id).unwrap()).unwrap();
     assert!(stored.len() < 4096, "neither the row nor the log keeps the body: {}", stored.len());
-    let declined = Answer { key: answer_key("k"), response: json!({"action": "decline"}) };
+    let declined = Answer { key: answer_key("k"), response: json!({"action": "decline"}), note: None };
     assert_eq!(store.apply(&task.id, Update::Answer(declined)).unwrap().status, TaskStatus::Working);
 }

@@ -42,7 +42,8 @@ fn every_transition_writes_exactly_one_event_and_progress_writes_none() {
     expected += 1;
     assert_eq!(event_count(s, id), expected);
 
-    s.apply(id, Update::Answer(Answer { key: answer_key("k"), response: json!({ "action": "accept" }) })).unwrap();
+    s.apply(id, Update::Answer(Answer { key: answer_key("k"), response: json!({ "action": "accept" }), note: None }))
+        .unwrap();
     expected += 1;
     assert_eq!(event_count(s, id), expected, "an answer is one event, not an answer plus a status");
 

@@ -167,6 +167,7 @@ fn a_word_in_a_result_in_arguments_or_in_an_answer_finds_its_task() {
             Update::Answer(Answer {
                 key: answer_key("q1"),
                 response: json!({"action": "accept", "content": {"region": "Antarctica"}}),
+                note: None,
             }),
         )
         .unwrap();

@@ -14,7 +14,10 @@ fn tasks_questions_answers_and_history_survive_a_reopen() {
     let answered = task_in(&f.store, "answered", TaskStatus::InputRequired);
     let answered = f
         .store
-        .apply(&answered.id, Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "decline" }) }))
+        .apply(
+            &answered.id,
+            Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "decline" }), note: None }),
+        )
         .unwrap();
     let failed = task_in(&f.store, "failed", TaskStatus::Failed);
     let history = f.store.events(&asked.id).unwrap();

@@ -63,7 +63,10 @@ fn a_question_written_before_questions_were_typed_reads_as_its_form_and_can_be_a
 
     // Answered under the key the old code would have used.
     let rec = store
-        .apply(&ids[0], Update::Answer(Answer { key: old_key.into(), response: json!({"action": "decline"}) }))
+        .apply(
+            &ids[0],
+            Update::Answer(Answer { key: old_key.into(), response: json!({"action": "decline"}), note: None }),
+        )
         .unwrap();
     assert_eq!(rec.status, TaskStatus::Working);
 }
@@ -140,4 +143,40 @@ fn a_typed_question_survives_a_reopen_whole() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.get(&task.id).unwrap().question, task.question);
     drop(dir);
+}
+
+#[test]
+fn several_pending_questions_are_kept_together_survive_a_reopen_and_are_answered_together() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("several")).unwrap();
+    let (a, b) = (question("a"), question("b"));
+    let message = Some("Two things".to_owned());
+    let rec = f.store.apply(&task.id, Update::Questions { questions: vec![a.clone(), b.clone()], message }).unwrap();
+    assert_eq!((rec.status, rec.question.as_ref(), rec.questions.len()), (TaskStatus::InputRequired, Some(&a), 2));
+    drop(f.store);
+    let store = Store::open(&f.path).unwrap();
+    let rec = store.get(&task.id).unwrap();
+    assert_eq!(rec.questions, vec![a.clone(), b.clone()]);
+    // An answer for a question that is not pending is refused, naming it.
+    let stray = Answer { key: answer_key("c"), response: json!({"action": "decline"}), note: None };
+    let err = store.apply(&task.id, Update::Answers(vec![stray])).unwrap_err();
+    assert!(matches!(err, StoreError::Refused { .. }) && err.to_string().contains("\\\"c\\\""), "{err}");
+    let answers = vec![
+        Answer { key: answer_key("a"), response: json!({"action": "accept", "content": {}}), note: None },
+        Answer {
+            key: answer_key("b"),
+            response: json!({"action": "decline"}),
+            note: Some(json!({"outcome": "declined"})),
+        },
+    ];
+    let rec = store.apply(&task.id, Update::Answers(answers)).unwrap();
+    assert_eq!((rec.status, rec.question.is_none(), rec.questions.is_empty()), (TaskStatus::Working, true, true));
+    assert_eq!(rec.answered_keys, vec![answer_key("a"), answer_key("b")]);
+    let events = store.events(&task.id).unwrap();
+    let answer = events.iter().rev().find(|e| e.kind == taskdeck_store::EventKind::Answer).unwrap();
+    assert_eq!(answer.data["answers"].as_array().unwrap().len(), 2);
+    assert_eq!(answer.data["answers"][1]["sampling"]["outcome"], "declined");
+    // One question again: the record holds it alone.
+    let rec = store.apply(&task.id, Update::Question { question: Box::new(question("d")), message: None }).unwrap();
+    assert_eq!(rec.questions, vec![question("d")]);
 }

@@ -73,8 +73,10 @@ fn transition_table_allows_live_moves_and_nothing_out_of_terminal() {
 fn answering_when_nothing_is_asked_is_refused_with_the_real_status() {
     let f = fixture();
     let task = task_in(&f.store, "a", TaskStatus::Working);
-    let err =
-        f.store.apply(&task.id, Update::Answer(Answer { key: answer_key("q1"), response: json!({}) })).unwrap_err();
+    let err = f
+        .store
+        .apply(&task.id, Update::Answer(Answer { key: answer_key("q1"), response: json!({}), note: None }))
+        .unwrap_err();
     assert!(
         matches!(err, StoreError::Refused { current: TaskStatus::Working, attempted: Attempt::Answer, .. }),
         "{err:?}"
@@ -85,7 +87,10 @@ fn answering_when_nothing_is_asked_is_refused_with_the_real_status() {
 fn answering_a_different_question_is_refused_and_the_question_stays() {
     let f = fixture();
     let task = task_in(&f.store, "a", TaskStatus::InputRequired);
-    let err = f.store.apply(&task.id, Update::Answer(Answer { key: "other".into(), response: json!({}) })).unwrap_err();
+    let err = f
+        .store
+        .apply(&task.id, Update::Answer(Answer { key: "other".into(), response: json!({}), note: None }))
+        .unwrap_err();
     assert!(matches!(err, StoreError::Refused { current: TaskStatus::InputRequired, .. }), "{err:?}");
     assert_eq!(f.store.get(&task.id).unwrap().question, task.question);
 }
@@ -94,7 +99,11 @@ fn answering_a_different_question_is_refused_and_the_question_stays() {
 fn answer_clears_the_question_keeps_the_answer_and_resumes_work() {
     let f = fixture();
     let task = task_in(&f.store, "a", TaskStatus::InputRequired);
-    let answer = Answer { key: answer_key("q1"), response: json!({ "action": "accept", "content": { "ok": true } }) };
+    let answer = Answer {
+        key: answer_key("q1"),
+        response: json!({ "action": "accept", "content": { "ok": true } }),
+        note: None,
+    };
     let after = f.store.apply(&task.id, Update::Answer(answer.clone())).unwrap();
     assert_eq!(after.status, TaskStatus::Working);
     assert_eq!(after.question, None);

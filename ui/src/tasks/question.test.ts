@@ -30,13 +30,16 @@ describe('reading a stored question', () => {
   });
 
   it('anything else is unknown, with the reason and the request kept raw', () => {
-    const request = { method: 'sampling/createMessage', params: {} };
-    expect(parseQuestion({ key, task_id: null, message: null, asks: { kind: 'sampling' }, request })).toEqual({
+    const request = { method: 'roots/list', params: {} };
+    expect(parseQuestion({ key, task_id: null, message: null, asks: { kind: 'roots' }, request })).toEqual({
       kind: 'unknown',
       message: '',
-      reason: 'Taskdeck does not answer sampling/createMessage yet',
+      reason: 'Taskdeck does not answer roots/list yet',
       raw: request,
     });
+    const sampling = { method: 'sampling/createMessage', params: { messages: [], maxTokens: 5 } };
+    const asks = { kind: 'sampling' as const, sampling: { system_prompt: null, max_tokens: 5, messages: 0, model_hints: [], include_context: null, tools: [] } };
+    expect(parseQuestion({ key, task_id: null, message: null, asks, request: sampling })).toMatchObject({ kind: 'unknown', raw: sampling });
     const bad = { method: 'elicitation/create', params: { message: 'm' } };
     const asked = parseQuestion({ key, task_id: null, message: 'm', asks: { kind: 'malformed', reason: 'invalid elicitation: x' }, request: bad });
     expect(asked).toMatchObject({ kind: 'unknown', message: 'm', reason: 'invalid elicitation: x', raw: bad });

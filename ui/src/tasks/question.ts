@@ -24,6 +24,8 @@ export function parseQuestion(q: Question): Asked {
     case 'too_large':
       return { kind: 'unknown', message, reason: `too large to show (${(a.size / 1e6).toFixed(1)} MB)`, raw: q.request };
     case 'sampling':
+      // The review form is the CLI's for now; here the request is shown raw, and declined.
+      return { kind: 'unknown', message, reason: 'Reply with `taskdeck-cli answer TASK --json \'{"text": "..."}\'`: the app cannot review sampling requests yet', raw: q.request };
     case 'roots':
       return { kind: 'unknown', message, reason: `Taskdeck does not answer ${q.request.method} yet`, raw: q.request };
   }

@@ -100,10 +100,10 @@ describe('the timeline in words', () => {
     expect(words([q])).toEqual(['Asked a question too large to show: Pick one']);
   });
 
-  it('says what it cannot answer: sampling, roots, an unknown method', () => {
+  it('says what it asks beyond a form: sampling, roots, an unknown method', () => {
     const asking = (method: string) => ev('question', { key: method, message: null, request: { method, params: {} } }, 1);
     expect(words([asking('sampling/createMessage'), asking('roots/list'), asking('x/y')])).toEqual([
-      'Asked for a reply from a language model, which Taskdeck does not give',
+      'Asked for a reply from a language model',
       'Asked which folders it may use',
       'Asked something Taskdeck cannot answer (x/y)',
     ]);

@@ -64,7 +64,7 @@ const WORDING: Record<EventKind, (e: TaskEvent, ctx: Context) => Said> = {
     const message = (isObj(params) ? str(params.message) : null) ?? str(d.message);
     const method = str(request.method) ?? '';
     if (method !== 'elicitation/create') {
-      if (method === 'sampling/createMessage') return { text: 'Asked for a reply from a language model, which Taskdeck does not give', tone: 'ask' };
+      if (method === 'sampling/createMessage') return { text: 'Asked for a reply from a language model', tone: 'ask' };
       if (method === 'roots/list') return { text: 'Asked which folders it may use', tone: 'ask' };
       return { text: `Asked something Taskdeck cannot answer (${t(method, 80)})`, tone: 'ask' };
     }

@@ -85,8 +85,13 @@ impl Peer {
 
     /// A legacy session that has completed `initialize`.
     pub fn legacy(state: &Path, elicitation: bool, extra: &[&str]) -> Self {
-        let mut p = Self::spawn(state, Era::Legacy, extra);
         let caps = if elicitation { json!({"elicitation": {}}) } else { json!({}) };
+        Self::legacy_with(state, caps, extra)
+    }
+
+    /// A legacy session that has completed `initialize` declaring `caps`.
+    pub fn legacy_with(state: &Path, caps: Value, extra: &[&str]) -> Self {
+        let mut p = Self::spawn(state, Era::Legacy, extra);
         let r = p.call(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t", "version": "0"}}),

@@ -31,11 +31,14 @@ pub struct InitializeResult {
 }
 
 /// What Taskdeck really supports as a legacy client: form and URL elicitation (also as the
-/// answer to a task's question), roots, and nothing it would have to run as a task itself.
-/// Elicitation is not declared task-augmentable because the host answers it directly.
+/// answer to a task's question), sampling (a question reviewed by the user; no `context`, which
+/// Taskdeck never attaches, and no `tools`, which no configured model is known to take), roots,
+/// and nothing it would have to run as a task itself. Elicitation is not declared
+/// task-augmentable because the host answers it directly.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
+        "sampling": {},
         "roots": { "listChanged": false },
     })
 }

@@ -6,11 +6,12 @@ use serde_json::{Map, Value, json};
 use crate::meta;
 use crate::types::Implementation;
 
-/// The capabilities Taskdeck declares as a modern client: form and URL elicitation (answered
-/// through `inputRequests`), roots, and the tasks extension.
+/// The capabilities Taskdeck declares as a modern client: form and URL elicitation and sampling
+/// (answered through `inputRequests`), roots, and the tasks extension.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
+        "sampling": {},
         "roots": {},
         "extensions": { meta::TASKS_EXTENSION: {} },
     })
@@ -72,6 +73,10 @@ impl RequestEnvelope {
             .and_then(|c| c.pointer("/extensions"))
             .and_then(|e| e.get(meta::TASKS_EXTENSION))
             .is_some_and(Value::is_object)
+    }
+
+    pub fn declares_sampling(&self) -> bool {
+        self.client_capabilities.as_ref().and_then(|c| c.get("sampling")).is_some_and(Value::is_object)
     }
 
     pub fn declares_elicitation(&self) -> bool {

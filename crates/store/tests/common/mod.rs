@@ -57,7 +57,7 @@ pub fn every_update() -> Vec<Update> {
         Update::Status { status: TaskStatus::Completed, message: None, server_status: None },
         Update::Progress(Progress { progress: 1.0, total: Some(3.0), message: None }),
         Update::Question { question: Box::new(question("q1")), message: None },
-        Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "accept" }) }),
+        Update::Answer(Answer { key: answer_key("q1"), response: json!({ "action": "accept" }), note: None }),
         Update::Completed { result: ok_result(), server_status: Some("completed".into()) },
         Update::Failed {
             error: TaskError { code: Some(-32603), message: "boom".into(), reason: None },

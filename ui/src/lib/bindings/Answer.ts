@@ -4,4 +4,9 @@ import type { JsonValue } from "./serde_json/JsonValue";
 /**
  * The answer given to the question with the same key.
  */
-export type Answer = { key: string, response: JsonValue, };
+export type Answer = { key: string, response: JsonValue, 
+/**
+ * For a sampling request: who approved the reply, its model and the tokens it used (see
+ * `taskdeck_engine::sampling::Note`). Kept in the `answer` event only.
+ */
+note?: unknown, };

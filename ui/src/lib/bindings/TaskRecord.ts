@@ -8,4 +8,14 @@ import type { TaskError } from "./TaskError";
 import type { TaskStatus } from "./TaskStatus";
 import type { JsonValue } from "./serde_json/JsonValue";
 
-export type TaskRecord = { id: string, server: string, tool: string, arguments: JsonValue, idempotency_key: string, mode: Mode, era: Era | null, remote_task_id: string | null, status: TaskStatus, status_message: string | null, progress: Progress | null, question: Question | null, answer: Answer | null, result: JsonValue | null, error: TaskError | null, ttl_ms: number | null, poll_interval_ms: number | null, created_at: string, updated_at: string, };
+export type TaskRecord = { id: string, server: string, tool: string, arguments: JsonValue, idempotency_key: string, mode: Mode, era: Era | null, remote_task_id: string | null, status: TaskStatus, status_message: string | null, progress: Progress | null, question: Question | null, 
+/**
+ * Every question pending at once, in the server's order: `question` is the first. Empty
+ * when none is.
+ */
+questions: Array<Question>, answer: Answer | null, 
+/**
+ * The keys the last answer answered, when it answered several questions at once (`answer`
+ * is the first of them).
+ */
+answered_keys: Array<string>, result: JsonValue | null, error: TaskError | null, ttl_ms: number | null, poll_interval_ms: number | null, created_at: string, updated_at: string, };
