@@ -166,6 +166,15 @@ pub async fn run(data_dir: &Path, command: ModelsCommand) -> Result<u8> {
             all.upsert(provider);
             all.check().map_err(|e| CliError::usage(e.to_string()))?;
             let key = if key_stdin { Some(read_key()?) } else { None };
+            if key.is_some()
+                && let Some(p) = all.provider(&name)
+                && p.sends_key_in_clear()
+            {
+                terminal::err(&format!(
+                    "warning: {} is plain http to another machine: the key crosses the network unencrypted\n",
+                    p.base_url
+                ));
+            }
             let store = key_store(data_dir).await?;
             if let Some(key) = key {
                 let (s, n) = (store.clone(), name.clone());

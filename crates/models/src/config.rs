@@ -98,6 +98,16 @@ impl ProviderConfig {
         self.timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS)
     }
 
+    /// Plain http to another machine: a key sent there crosses the network unencrypted (a local
+    /// server on the LAN is a fair choice, so this is a warning, not a refusal).
+    pub fn sends_key_in_clear(&self) -> bool {
+        let Ok(url) = reqwest::Url::parse(&self.base_url) else { return false };
+        let host = url.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
+        let loopback =
+            host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+        url.scheme() == "http" && !loopback
+    }
+
     fn check(&self) -> Result<(), ModelError> {
         let problem = |detail: String| ModelError::Config { provider: self.name.clone(), detail };
         if self.name.trim().is_empty() || self.name.len() > 100 || self.name.chars().any(char::is_control) {
@@ -169,5 +179,40 @@ impl ModelsSettings {
         let before = self.providers.len();
         self.providers.retain(|p| p.name != name);
         self.providers.len() != before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(base_url: &str) -> ProviderConfig {
+        ProviderConfig {
+            name: "p".into(),
+            kind: ProviderKind::OpenAi,
+            base_url: base_url.into(),
+            models: vec![ModelEntry::new("m")],
+            timeout_secs: None,
+        }
+    }
+
+    #[test]
+    fn only_plain_http_to_another_machine_sends_the_key_in_clear() {
+        assert!(at("http://192.168.1.20:11434/v1").sends_key_in_clear());
+        assert!(!at("http://localhost:11434/v1").sends_key_in_clear());
+        assert!(!at("http://127.0.0.1:8080/v1").sends_key_in_clear());
+        assert!(!at("http://[::1]:8080/v1").sends_key_in_clear());
+        assert!(!at("https://api.openai.com/v1").sends_key_in_clear());
+    }
+
+    #[test]
+    fn two_providers_with_one_name_or_a_rating_past_ten_are_refused() {
+        let mut s = ModelsSettings { providers: vec![at("http://h"), at("http://h")] };
+        assert!(s.check().is_err());
+        s.providers.pop();
+        s.providers[0].models[0].cost = Some(11);
+        assert!(s.check().is_err());
+        s.providers[0].models[0].cost = Some(10);
+        assert!(s.check().is_ok());
     }
 }
