@@ -311,3 +311,21 @@ fn answer_sample_edit_returns_the_completion_as_the_editor_left_it() {
     assert!(result_text(&task).contains("Two of three mended."), "{task}");
     assert_eq!(seen.len(), 1);
 }
+
+#[test]
+fn models_test_asks_the_first_model_for_one_word_with_the_stored_key() {
+    let (base, seen) =
+        stand(json!({"model": "gpt-test", "choices": [{"message": {"content": "OK"}, "finish_reason": "stop"}]}));
+    let env = Env::new();
+    add_local(&env, &base);
+    let out = env.run(&["models", "test", "local"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("gpt-test answered \"OK\""), "{}", text(&out.stdout));
+    let seen = seen.lock().expect("log");
+    assert_eq!(seen[0].body["model"], "gpt-test");
+    assert_eq!(seen[0].body["max_tokens"], 8);
+    assert!(seen[0].headers.contains(&("authorization".into(), format!("Bearer {KEY}"))));
+
+    let out = env.run(&["models", "test", "nobody"], "");
+    assert_eq!(out.status.code(), Some(2));
+}
