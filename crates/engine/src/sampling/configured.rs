@@ -69,6 +69,10 @@ impl ModelProvider for ConfiguredModels {
         "the configured models"
     }
 
+    fn available(&self) -> bool {
+        SettingsFile::in_dir(&self.data_dir).read().is_ok_and(|s| !s.models.providers.is_empty())
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a CreateMessageParams,
@@ -77,9 +81,39 @@ impl ModelProvider for ConfiguredModels {
     }
 }
 
-/// The models of a data directory's settings: none when no provider is configured (so that every
-/// request is the user's to answer and `auto` asks), else every configured one behind the seam.
+/// The models of a data directory's settings, as the settings say at each request: while they
+/// name no provider, [`Models::is_empty`] holds (every request is the user's to answer, `auto`
+/// asks) and `pick` finds that there is no model.
 pub fn from_settings(data_dir: &Path) -> Models {
-    let configured = SettingsFile::in_dir(data_dir).read().map(|s| !s.models.providers.is_empty()).unwrap_or(false);
-    if configured { Models::new(vec![Arc::new(ConfiguredModels::new(data_dir))]) } else { Models::none() }
+    Models::new(vec![Arc::new(ConfiguredModels::new(data_dir))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::SettingsUpdate;
+    use taskdeck_models::{ModelEntry, ModelsSettings, ProviderConfig, ProviderKind};
+
+    #[tokio::test]
+    async fn the_models_follow_the_settings_and_say_there_is_none_before_one_is_added() {
+        let dir = tempfile::tempdir().expect("dir");
+        let models = from_settings(dir.path());
+        assert!(models.is_empty(), "no provider yet: the user answers");
+        let request: CreateMessageParams =
+            serde_json::from_value(serde_json::json!({"messages": [], "maxTokens": 5})).expect("params");
+        let picked = models.pick(None).expect("the seam's one provider");
+        assert_eq!(picked.complete(&request).await.err(), Some(ModelError::NoModel));
+
+        let provider = ProviderConfig {
+            name: "local".into(),
+            kind: ProviderKind::OpenAi,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            models: vec![ModelEntry::new("m")],
+            timeout_secs: None,
+        };
+        let update =
+            SettingsUpdate { models: Some(ModelsSettings { providers: vec![provider] }), ..Default::default() };
+        SettingsFile::in_dir(dir.path()).update(&update).expect("update");
+        assert!(!models.is_empty(), "a provider added while the engine runs is seen at once");
+    }
 }

@@ -91,6 +91,12 @@ pub trait ModelProvider: Send + Sync + 'static {
     /// The model's name as the user configured it; matched against the server's model hints.
     fn name(&self) -> &str;
 
+    /// Whether it can answer now (the configured providers: whether the settings name any, which
+    /// the user may change while the engine runs).
+    fn available(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a CreateMessageParams,
@@ -119,8 +125,9 @@ impl Models {
         Models { providers }
     }
 
+    /// No model can answer now.
     pub fn is_empty(&self) -> bool {
-        self.providers.is_empty()
+        !self.providers.iter().any(|p| p.available())
     }
 
     /// The model for a request: the first server hint (in the server's order) that is part of a
