@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use taskdeck_client::{ClientError, QuestionKey};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::types::{TaskSupport, Tool};
@@ -55,13 +55,7 @@ pub struct ToolInfo {
     pub input_schema: Value,
 }
 
-/// The user's answer to a pending question.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AnswerInput {
-    Accept(Map<String, Value>),
-    Decline,
-    Cancel,
-}
+pub use crate::reply::AnswerInput;
 
 #[derive(Clone)]
 pub struct Engine {

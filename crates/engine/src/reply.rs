@@ -1,12 +1,19 @@
 //! The one reading of a user's answer for every kind of question: what goes back to the server,
 //! checked before anything is sent, and what the event log keeps beside it.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 use taskdeck_client::{Question, Reply};
 use taskdeck_protocol::elicitation::ElicitResult;
 
-use crate::engine::AnswerInput;
 use crate::error::{EngineError, Result};
+
+/// The user's answer to a pending question.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerInput {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
 use crate::{sampling, validate};
 
 /// The reply to `question` for the user's `input`, and (for sampling) its note. An accept that
