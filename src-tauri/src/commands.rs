@@ -798,6 +798,48 @@ pub async fn sign_out(state: State<'_, AppState>, server: String) -> Result<task
     Ok(engine.sign_in_state(&server).await?)
 }
 
+/// Keeps a model provider's API key in the sign-in store (the OS keyring, or the 0600 file), or
+/// removes it when `key` is none; never in settings.json. The provider itself is a settings section
+/// (`update_settings` with `models`).
+#[tauri::command]
+pub async fn set_model_key(state: State<'_, AppState>, provider: String, key: Option<String>) -> Result<()> {
+    let store = engine(&state)?.secret_store().await;
+    let done = tauri::async_runtime::spawn_blocking(move || match key {
+        Some(k) => taskdeck_models::keys::save_key(store.as_ref(), &provider, &k),
+        None => taskdeck_models::keys::delete_key(store.as_ref(), &provider),
+    })
+    .await
+    .map_err(|e| CommandError::new(ErrorCode::Settings, format!("the key store failed: {e}")))?;
+    done.map_err(|e| CommandError::new(ErrorCode::Settings, e.to_string()))
+}
+
+/// What testing a model provider found: the model and its one-word answer, or why not.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct ModelTest {
+    pub model: Option<String>,
+    pub text: Option<String>,
+    /// The provider's failure (a refused key, unreachable, ...), which names it and never the key.
+    pub error: Option<String>,
+}
+
+/// Asks the provider's first model for one word, with its stored key.
+#[tauri::command]
+pub async fn test_model_provider(state: State<'_, AppState>, provider: String) -> Result<ModelTest> {
+    let engine = engine(&state)?;
+    let models = engine.settings()?.models;
+    let p = models
+        .provider(&provider)
+        .ok_or_else(|| CommandError::new(ErrorCode::Settings, format!("no model provider is named {provider:?}")))?;
+    let outcome = match taskdeck_models::load_key_blocking(engine.secret_store().await, &provider).await {
+        Ok(key) => taskdeck_models::test_provider(p, key.as_ref()).await,
+        Err(e) => Err(e),
+    };
+    Ok(match outcome {
+        Ok(c) => ModelTest { model: Some(c.model.clone()), text: Some(c.text()), error: None },
+        Err(e) => ModelTest { model: None, text: None, error: Some(e.to_string()) },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::export_file_name;

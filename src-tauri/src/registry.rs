@@ -9,7 +9,7 @@ use serde_json::Value;
 use taskdeck_engine::{LogLine, ServerStatus, Settings, SettingsUpdate, TaskEvent, ToolInfo};
 use ts_rs::{Config, Dependency, TS, TypeVisitor};
 
-use crate::commands::{self, AnswerPayload, AppInfo, CommandError, TaskDetail, TaskSummary};
+use crate::commands::{self, AnswerPayload, AppInfo, CommandError, ModelTest, TaskDetail, TaskSummary};
 use crate::history::{DeleteScope, ExportScope, PageCursor, Snippet, TaskFilter, TaskPage};
 use crate::links::OfferedUrl;
 use taskdeck_store::{PurgeLine, StatusCounts};

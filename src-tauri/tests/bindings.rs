@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use taskdeck_app::bridge::{EngineBatch, ServerLogLine};
 use taskdeck_app::commands::{
-    AnswerAction, AnswerPayload, AppInfo, CommandError, SignInEnd, SignInResult, TaskDetail, TaskSummary,
+    AnswerAction, AnswerPayload, AppInfo, CommandError, ModelTest, SignInEnd, SignInResult, TaskDetail, TaskSummary,
 };
 use taskdeck_app::history::{DeleteScope, ExportScope, MatchRange, PageCursor, Snippet, TaskFilter, TaskPage};
 use taskdeck_app::links::OfferedUrl;
@@ -108,6 +108,11 @@ fn rendered() -> Vec<(String, String)> {
         render::<Theme>(&cfg),
         render::<RetentionSettings>(&cfg),
         render::<SettingsProblem>(&cfg),
+        render::<taskdeck_models::ModelsSettings>(&cfg),
+        render::<taskdeck_models::ProviderConfig>(&cfg),
+        render::<taskdeck_models::ProviderKind>(&cfg),
+        render::<taskdeck_models::ModelEntry>(&cfg),
+        render::<ModelTest>(&cfg),
     ]
 }
 

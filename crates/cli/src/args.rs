@@ -140,11 +140,12 @@ pub enum Command {
         decline: bool,
         #[arg(long)]
         cancel: bool,
-        /// A sampling request: sends it to the configured model, prints the completion and returns it.
+        /// A sampling question: send it to the configured model (`models add`), print the
+        /// completion and return it.
         #[arg(long)]
         sample: bool,
-        /// With --sample: read and edit the completion before it goes back.
-        #[arg(long, requires = "sample")]
+        /// With --sample: edit the completion in $VISUAL / $EDITOR before it is returned.
+        #[arg(long)]
         edit: bool,
         /// Prints the task record as JSON, as `run --json` does, whatever the exit code (`--json`
         /// is the answer's content here).
@@ -191,6 +192,12 @@ pub enum Command {
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
+    },
+    /// The model providers that answer sampling requests (settings.json's `models`; keys in
+    /// the OS keyring, or a file readable by you only).
+    Models {
+        #[command(subcommand)]
+        action: crate::models::ModelsCommand,
     },
     /// Runs N full task lifecycles, C at a time; prints tasks/s and latency percentiles.
     Bench {

@@ -12,6 +12,7 @@ mod history;
 mod import;
 mod login;
 mod logs;
+mod models;
 mod output;
 mod sampling;
 mod terminal;
@@ -149,6 +150,7 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             Ok(EXIT_COMPLETED)
         }
         Command::Import { from, all, servers, dry_run } => import::run(&paths, from, all, servers, dry_run),
+        Command::Models { action } => models::run(&paths.data_dir, action).await,
         Command::Export { format, search, status, output } => {
             history::export(&paths, &format, search, status, output.as_deref())
         }
@@ -212,6 +214,10 @@ impl Prepared {
                 }
             }
             Command::Bench { args, .. } => p.args = json_object("--args", args.as_deref())?,
+            // clap's `requires` is met by a flag's default, so it is checked here.
+            Command::Answer { edit: true, sample: false, .. } => {
+                return Err(CliError::usage("--edit goes with --sample"));
+            }
             Command::Answer { json, .. } => {
                 for (i, j) in json.iter().enumerate() {
                     let flag = if json.len() == 1 { "--json".to_owned() } else { format!("--json #{}", i + 1) };
@@ -409,7 +415,8 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
         | Command::Show { .. }
         | Command::Export { .. }
         | Command::Import { .. }
-        | Command::Logs { .. } => {
+        | Command::Logs { .. }
+        | Command::Models { .. } => {
             unreachable!("handled without the engine")
         }
     }

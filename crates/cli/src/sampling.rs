@@ -67,9 +67,15 @@ pub async fn sample(
     let text = completion.result.content.text();
     crate::terminal::out(&format!("{} ({}):\n{text}\n", completion.result.model, id));
     if edit {
-        return Err(crate::error::CliError::usage(
-            "editing a completion here is not available yet: answer --json '{\"text\": \"...\"}' with your edit",
-        ));
+        let edited = crate::models::edit_text(&engine.paths().data_dir, &text)?;
+        if edited.trim().is_empty() {
+            return Err(crate::error::CliError::runtime("the edited completion is empty; nothing was sent"));
+        }
+        if edited != text {
+            let mut reply = serde_json::Map::new();
+            reply.insert("text".into(), serde_json::Value::from(edited));
+            return Ok(taskdeck_engine::AnswerInput::Accept(reply));
+        }
     }
     match serde_json::to_value(&completion.result) {
         Ok(serde_json::Value::Object(reply)) => Ok(taskdeck_engine::AnswerInput::Accept(reply)),

@@ -76,7 +76,11 @@ impl Engine {
     /// Like [`Engine::open`] with a config the caller loaded. The desktop app uses it to start with
     /// no servers when the config file is broken, show the error, and pick up the fix with
     /// [`Engine::reload_config`].
-    pub async fn open_with_config(paths: Paths, opts: EngineOptions, config: Config) -> Result<Engine> {
+    pub async fn open_with_config(paths: Paths, mut opts: EngineOptions, config: Config) -> Result<Engine> {
+        if opts.models.is_empty() {
+            // The user's providers (settings.json's `models`), unless the caller brought its own.
+            opts.models = crate::sampling::configured::from_settings(&paths.data_dir);
+        }
         let lock = DataDirLock::acquire(&paths.data_dir)?;
         let store_path = paths.store_file();
         let store = tokio::task::spawn_blocking(move || Store::open(store_path))
@@ -763,6 +767,11 @@ impl Engine {
     /// Where sign-ins are kept, for the user.
     pub async fn sign_in_store_description(&self) -> String {
         self.sign_in_store().await.describe()
+    }
+
+    /// The sign-in store, which keeps the model providers' API keys too (`taskdeck_models::keys`).
+    pub async fn secret_store(&self) -> Arc<dyn taskdeck_client::auth::TokenStore> {
+        self.sign_in_store().await
     }
 
     async fn sign_in_store(&self) -> Arc<dyn taskdeck_client::auth::TokenStore> {

@@ -35,6 +35,8 @@ pub const MAX_SETTINGS_BYTES: u64 = 1024 * 1024;
 const NOTIFICATIONS: &str = "notifications";
 const THEME: &str = "theme";
 const RETENTION: &str = "retention";
+/// The model providers behind sampling (`taskdeck_models`); their keys are in the sign-in store.
+const MODELS: &str = "models";
 
 /// Desktop notifications: whether they are paused, and which kinds are shown.
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -137,6 +139,7 @@ pub struct Settings {
     pub notifications: NotificationSettings,
     pub theme: Theme,
     pub retention: RetentionSettings,
+    pub models: taskdeck_models::ModelsSettings,
     /// Sections that were in the file but unreadable, read as their defaults meanwhile.
     pub problems: Vec<SettingsProblem>,
 }
@@ -152,6 +155,8 @@ pub struct SettingsUpdate {
     pub theme: Option<Theme>,
     #[cfg_attr(feature = "ts", ts(optional))]
     pub retention: Option<RetentionSettings>,
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub models: Option<taskdeck_models::ModelsSettings>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -207,6 +212,9 @@ impl SettingsFile {
     pub fn update(&self, update: &SettingsUpdate) -> Result<Settings, SettingsError> {
         if let Some(r) = &update.retention {
             r.check()?;
+        }
+        if let Some(m) = &update.models {
+            m.check().map_err(|e| SettingsError::Invalid { path: "/models".into(), message: e.to_string() })?;
         }
         self.rewrite(|sections| apply_update(sections, update))
     }
@@ -271,6 +279,11 @@ fn read_sections(sections: &Map<String, Value>) -> Settings {
     read_into(sections, NOTIFICATIONS, &mut settings.notifications, &mut problems);
     read_into(sections, THEME, &mut settings.theme, &mut problems);
     read_into(sections, RETENTION, &mut settings.retention, &mut problems);
+    read_into(sections, MODELS, &mut settings.models, &mut problems);
+    if let Err(e) = settings.models.check() {
+        // Kept as it is: the other providers still work, and sampling names the broken one.
+        problems.push(SettingsProblem { section: MODELS.into(), message: e.to_string() });
+    }
     if settings.retention.check().is_err() {
         problems.push(SettingsProblem {
             section: RETENTION.into(),
@@ -304,6 +317,9 @@ fn apply_update(sections: &mut Map<String, Value>, update: &SettingsUpdate) {
     }
     if let Some(r) = &update.retention {
         put(sections, RETENTION, json(r));
+    }
+    if let Some(m) = &update.models {
+        put(sections, MODELS, json(m));
     }
 }
 
@@ -466,6 +482,30 @@ mod tests {
         let big = vec![b' '; (MAX_SETTINGS_BYTES + 1) as usize];
         std::fs::write(f.path(), big).expect("write");
         assert!(matches!(f.read(), Err(SettingsError::Unreadable { .. })));
+    }
+
+    #[test]
+    fn model_providers_are_a_section_of_their_own_and_a_broken_one_is_refused() {
+        use taskdeck_models::{ModelEntry, ModelsSettings, ProviderConfig, ProviderKind};
+        let (dir, f) = file();
+        let models = ModelsSettings {
+            providers: vec![ProviderConfig {
+                name: "local".into(),
+                kind: ProviderKind::OpenAi,
+                base_url: "http://localhost:11434/v1".into(),
+                models: vec![ModelEntry::new("llama3.2")],
+                timeout_secs: None,
+            }],
+        };
+        f.update(&SettingsUpdate { models: Some(models.clone()), ..Default::default() }).expect("update");
+        assert_eq!(written(&f)["models"]["providers"][0]["kind"], "openai");
+        assert_eq!(SettingsFile::in_dir(dir.path()).read().expect("read").models, models);
+
+        let mut broken = models;
+        broken.providers[0].base_url = "ftp://x".into();
+        let err = f.update(&SettingsUpdate { models: Some(broken), ..Default::default() }).expect_err("refused");
+        assert_eq!(err.path(), Some("/models"));
+        assert_eq!(written(&f)["models"]["providers"][0]["base_url"], "http://localhost:11434/v1");
     }
 
     #[cfg(unix)]

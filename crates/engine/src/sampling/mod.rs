@@ -5,8 +5,11 @@
 //! ([`reply_to`]), and the note every answered sampling request leaves in its task's event log
 //! ([`Note`]).
 //!
-//! No provider ships yet: [`Models::none`] is what the engine has, so a request is always asked of
-//! the user, and `auto` behaves as `ask`.
+//! The providers are `taskdeck_models`'s, behind [`configured::ConfiguredModels`]: the engine opens
+//! with them when settings.json's `models` section names any, else with [`Models::none`], so that a
+//! request is asked of the user and `auto` behaves as `ask`.
+
+pub mod configured;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -88,6 +91,12 @@ pub trait ModelProvider: Send + Sync + 'static {
     /// The model's name as the user configured it; matched against the server's model hints.
     fn name(&self) -> &str;
 
+    /// Whether it can answer now (the configured providers: whether the settings name any, which
+    /// the user may change while the engine runs).
+    fn available(&self) -> bool {
+        true
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a CreateMessageParams,
@@ -116,8 +125,9 @@ impl Models {
         Models { providers }
     }
 
+    /// No model can answer now.
     pub fn is_empty(&self) -> bool {
-        self.providers.is_empty()
+        !self.providers.iter().any(|p| p.available())
     }
 
     /// The model for a request: the first server hint (in the server's order) that is part of a

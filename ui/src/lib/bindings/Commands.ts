@@ -8,6 +8,7 @@ import type { ImportChoice } from "./ImportChoice";
 import type { ImportReport } from "./ImportReport";
 import type { JsonValue } from "./serde_json/JsonValue";
 import type { LogLine } from "./LogLine";
+import type { ModelTest } from "./ModelTest";
 import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { PageCursor } from "./PageCursor";
@@ -71,4 +72,6 @@ export type Commands = {
   continue_sign_in: { args: { server: string }; response: SignInResult };
   cancel_sign_in: { args: { server: string }; response: boolean };
   sign_out: { args: { server: string }; response: SignInState };
+  set_model_key: { args: { provider: string; key: string | null }; response: null };
+  test_model_provider: { args: { provider: string }; response: ModelTest };
 };
