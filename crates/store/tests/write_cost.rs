@@ -196,3 +196,56 @@ fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched() {
     f.store.apply(&task.id, Update::Question { question: Box::new(question("q1")), message: None }).unwrap();
     assert_eq!(index_pages(&f.path), asked);
 }
+
+/// The pages written to the WAL since the last [`checkpoint`], by number.
+fn wal_pages(path: &Path) -> Vec<u32> {
+    let wal = std::fs::read(path.with_extension("sqlite3-wal")).unwrap_or_default();
+    if wal.len() < 32 {
+        return Vec::new();
+    }
+    let page = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as usize;
+    let salt = &wal[16..24];
+    wal[32..]
+        .chunks_exact(24 + page)
+        .take_while(|frame| &frame[8..16] == salt)
+        .map(|frame| u32::from_be_bytes(frame[0..4].try_into().unwrap()))
+        .collect()
+}
+
+fn root_page(path: &Path, index: &str) -> u32 {
+    let conn = Connection::open(path).unwrap();
+    conn.query_row("SELECT rootpage FROM sqlite_schema WHERE name = ?1", [index], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_new_status_message_alone_leaves_the_status_indexes_alone_and_the_question_where_it_was() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("k")).unwrap();
+    // One small store: each index is its root page alone.
+    let by_status_created = root_page(&f.path, "tasks_by_status_created");
+    let message = |text: &str, status| Update::Status { status, message: Some(text.into()), server_status: None };
+
+    checkpoint(&f.path);
+    f.store.apply(&task.id, message("one", TaskStatus::Working)).unwrap();
+    assert!(!wal_pages(&f.path).contains(&by_status_created), "the status did not change");
+
+    f.store.apply(&task.id, Update::Question { question: Box::new(question("q1")), message: None }).unwrap();
+    checkpoint(&f.path);
+    let waiting = f.store.apply(&task.id, message("still asking", TaskStatus::InputRequired)).unwrap();
+    assert!(!wal_pages(&f.path).contains(&by_status_created));
+    assert_eq!(waiting.status_message.as_deref(), Some("still asking"));
+    assert_eq!(waiting.question.as_ref().map(|q| q.key.to_text()), Some(answer_key("q1")), "still pending");
+
+    checkpoint(&f.path);
+    let moved_on = f.store.apply(&task.id, message("moved on", TaskStatus::Working)).unwrap();
+    assert!(wal_pages(&f.path).contains(&by_status_created), "a new status is indexed");
+    assert_eq!((moved_on.status, moved_on.question), (TaskStatus::Working, None));
+    let messages: Vec<_> = f
+        .store
+        .events(&task.id)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| e.data["message"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(messages, ["one", "still asking", "moved on"]);
+}
