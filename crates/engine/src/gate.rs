@@ -184,9 +184,9 @@ impl Gate {
     }
 
     /// A plain call answered: its era and then its outcome, as [`Gate::set_remote`] with no remote
-    /// task and [`Gate::apply_quietly`] would write and publish them one after the other, in one
-    /// transaction (one commit in three of a plain call's, not two). The task's deferred messages
-    /// and progress land between the two, as they would have.
+    /// task and [`Gate::apply_quietly`] would write and publish them one after the other, but in
+    /// one transaction: a plain call is two commits (its creation and this), not three. The task's
+    /// deferred messages and progress land between the two, as they would have.
     pub fn finish_call(&self, id: &str, era: Era, update: Update) -> Option<TaskRecord> {
         if self.halted(id).is_some() {
             return None;
