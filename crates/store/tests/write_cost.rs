@@ -9,7 +9,9 @@ use std::path::Path;
 use common::*;
 use rusqlite::Connection;
 use serde_json::{Value, json};
-use taskdeck_store::{Era, Mode, NewTask, Progress, Store, StoreError, TaskQuery, TaskStatus, Update};
+use taskdeck_store::{
+    Answer, Era, Mode, NewTask, Progress, PurgeReason, Store, StoreError, TaskQuery, TaskStatus, Update,
+};
 
 /// Empties the WAL (every page already in the file) so that what follows is counted alone.
 fn checkpoint(path: &Path) {
@@ -166,7 +168,7 @@ fn found(store: &Store, words: &str) -> Vec<String> {
 }
 
 #[test]
-fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched() {
+fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched_and_each_that_does_finds_the_task() {
     let f = fixture();
     let task = f.store.create_task(new_task("k")).unwrap();
     let untouched = index_pages(&f.path);
@@ -195,6 +197,22 @@ fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched() {
     // The same question again, as a modern server repeats it on every poll, is not news.
     f.store.apply(&task.id, Update::Question { question: Box::new(question("q1")), message: None }).unwrap();
     assert_eq!(index_pages(&f.path), asked);
+
+    // The answer and the result each bring their words; nothing found before stops being found.
+    let response = json!({ "action": "accept", "content": { "region": "antarctica" } });
+    f.store.apply(&task.id, Update::Answer(Answer { key: answer_key("q1"), response })).unwrap();
+    assert_eq!(found(&f.store, "antarctica"), [task.id.as_str()]);
+    assert!(found(&f.store, "penguins").is_empty());
+    let result = json!({ "content": [{ "type": "text", "text": "counted the penguins" }] });
+    f.store.apply(&task.id, Update::Completed { result, server_status: None }).unwrap();
+    for words in ["penguins", "antarctica", "continue", "warming", "slow_count", "demo"] {
+        assert_eq!(found(&f.store, words), [task.id.as_str()], "{words}");
+    }
+    // Deleted, it is found by none of them.
+    f.store.delete_tasks(std::slice::from_ref(&task.id), PurgeReason::User).unwrap();
+    for words in ["penguins", "antarctica", "continue", "warming", "slow_count"] {
+        assert!(found(&f.store, words).is_empty(), "{words}");
+    }
 }
 
 /// The pages written to the WAL since the last [`checkpoint`], by number.
