@@ -199,9 +199,8 @@ async fn start(
             follow(hub, session, &rec, &handle, rx).await
         }
         Ok(Started::Completed(result)) => {
-            let _ = hub.gate.set_remote(&rec.id, era, None, None, None);
             let result = serde_json::to_value(&result).unwrap_or_default();
-            hub.gate.apply_quietly(&rec.id, Update::Completed { result, server_status: None });
+            hub.gate.finish_call(&rec.id, era, Update::Completed { result, server_status: None });
             Step::Done
         }
         Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,

@@ -183,6 +183,40 @@ impl Gate {
         Ok(rec)
     }
 
+    /// A plain call answered: its era and then its outcome, as [`Gate::set_remote`] with no remote
+    /// task and [`Gate::apply_quietly`] would write and publish them one after the other, but in
+    /// one transaction: a plain call is two commits (its creation and this), not three. The task's
+    /// deferred messages and progress land between the two, as they would have.
+    pub fn finish_call(&self, id: &str, era: Era, update: Update) -> Option<TaskRecord> {
+        if self.halted(id).is_some() {
+            return None;
+        }
+        let _writing = lock(&self.writing);
+        let mut updates: Vec<Update> = self.take_deferred(id).into_iter().map(|(_, u)| u).collect();
+        updates.push(update);
+        let written = self.store.set_era_then_apply(id, era, updates).map_err(|e| self.failed(id, e));
+        let (remote, mut results) = match written {
+            Ok(w) => w,
+            Err(e) => return self.quietly(id, Err(e)),
+        };
+        match remote {
+            Ok(rec) => self.publish(&rec),
+            // Refused: the task has ended, and so will its outcome be.
+            Err(e) => tracing::debug!(task = id, "era not recorded: {e}"),
+        }
+        let last = results.pop().unwrap_or_else(|| Err(StoreError::NotFound { id: id.to_owned() }));
+        for r in results {
+            match r {
+                Ok(rec) => self.publish(&rec),
+                Err(e) if StoreFault::of(&e).is_some() => return self.quietly(id, Err(self.failed(id, e))),
+                Err(e) => tracing::debug!(task = id, "deferred update not applied: {e}"),
+            }
+        }
+        let rec = self.quietly(id, last.map_err(|e| self.failed(id, e)))?;
+        self.publish(&rec);
+        Some(rec)
+    }
+
     /// Applies one update and publishes the result. A refusal is returned, not published. The
     /// task's deferred messages and progress are written first, in the same transaction.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
@@ -214,7 +248,11 @@ impl Gate {
     /// Like [`Gate::apply`] for updates that may race a terminal state: a refusal means the task
     /// has already ended, which is fine, and is logged rather than returned.
     pub fn apply_quietly(&self, id: &str, update: Update) -> Option<TaskRecord> {
-        match self.apply(id, update) {
+        self.quietly(id, self.apply(id, update))
+    }
+
+    fn quietly(&self, id: &str, written: Result<TaskRecord>) -> Option<TaskRecord> {
+        match written {
             Ok(r) => Some(r),
             Err(EngineError::Store(e @ StoreError::Refused { .. })) => {
                 tracing::debug!(task = id, "update not applied: {e}");
@@ -504,6 +542,65 @@ mod tests {
         // Once cleared (room was made), the next write is tried again.
         gate.clear_halts();
         assert!(gate.halted(&rec.id).is_none());
+    }
+
+    #[test]
+    fn a_plain_calls_end_is_published_as_its_era_then_its_outcome_as_when_they_were_two_writes() {
+        let progress = Progress { progress: 2.0, total: Some(2.0), message: None };
+        let done =
+            || Update::Completed { result: json!({"content": [{"type": "text", "text": "ok"}]}), server_status: None };
+        let seen = |rx: &mut broadcast::Receiver<EngineEvent>| -> Vec<_> {
+            published(rx).into_iter().map(|r| (r.status, r.era, r.progress, r.status_message, r.result)).collect()
+        };
+        let kinds = |gate: &Gate, id: &str| -> Vec<_> {
+            gate.store().events(id).unwrap().into_iter().map(|e| (e.kind, e.from_status, e.to_status)).collect()
+        };
+
+        let (_dir, two, rec) = gate();
+        let mut rx = two.subscribe();
+        two.defer_progress(&rec.id, progress.clone());
+        two.set_remote(&rec.id, Era::Modern, None, None, None).unwrap();
+        two.apply_quietly(&rec.id, done()).unwrap();
+        let (expected, expected_log) = (seen(&mut rx), kinds(&two, &rec.id));
+
+        let (_dir, one, rec) = gate();
+        let mut rx = one.subscribe();
+        one.defer_progress(&rec.id, progress);
+        let last = one.finish_call(&rec.id, Era::Modern, done()).unwrap();
+        assert_eq!(last.status, TaskStatus::Completed);
+        let got = seen(&mut rx);
+        assert_eq!(got.len(), 3, "the era, the progress that waited, the result");
+        assert_eq!(got, expected);
+        assert_eq!(kinds(&one, &rec.id), expected_log);
+        one.flush();
+        assert!(published(&mut rx).is_empty(), "nothing left waiting");
+    }
+
+    #[test]
+    fn a_plain_call_that_ended_meanwhile_gets_no_era_or_result_and_nothing_is_published() {
+        let (_dir, gate, rec) = gate();
+        gate.apply(&rec.id, Update::Cancelled { reason: None, server_status: None, server_told: Some(true) }).unwrap();
+        let mut rx = gate.subscribe();
+        let done = Update::Completed { result: json!({"content": []}), server_status: None };
+        assert!(gate.finish_call(&rec.id, Era::Legacy, done).is_none());
+        assert!(published(&mut rx).is_empty());
+        let now = gate.get(&rec.id).unwrap();
+        assert_eq!((now.status, now.era), (TaskStatus::Cancelled, None));
+    }
+
+    #[test]
+    fn a_plain_calls_end_the_full_store_cannot_take_halts_the_task_with_nothing_published() {
+        let (_dir, gate, rec) = gate();
+        let mut rx = gate.subscribe();
+        gate.store().stop_growing_for_tests().unwrap();
+        let big = json!({"content": [{"type": "text", "text": "x".repeat(64 * 1024)}]});
+        assert!(
+            gate.finish_call(&rec.id, Era::Legacy, Update::Completed { result: big, server_status: None }).is_none()
+        );
+        assert!(matches!(gate.halted(&rec.id), Some(EngineError::StoreUnwritable { fault: StoreFault::DiskFull, .. })));
+        let now = gate.get(&rec.id).unwrap();
+        assert_eq!(now.status, TaskStatus::Working, "recorded as it was");
+        assert!(published(&mut rx).iter().all(|r| r.status == TaskStatus::Working), "no outcome published");
     }
 
     #[test]

@@ -148,30 +148,38 @@ impl Store {
     ) -> Result<TaskRecord> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let current = load(&tx, id)?;
-        state::check_remote(&current, remote_task_id)?;
-        let unchanged = current.era == Some(era)
-            && (remote_task_id.is_none() || current.remote_task_id.as_deref() == remote_task_id)
-            && current.ttl_ms == ttl_ms
-            && current.poll_interval_ms == poll_interval_ms;
-        if unchanged {
-            // An engine re-reading the same CreateTaskResult after a restart learns nothing new.
-            return Ok(current);
-        }
-        let now = time::format(&time::now());
-        tx.prepare_cached(
-            "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,
-                 poll_interval_ms = ?5, updated_at = ?6
-             WHERE id = ?1",
-        )?
-        .execute(params![id, era.as_str(), remote_task_id, ttl_ms, poll_interval_ms, now])?;
-        let data = json!({
-            "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
-        });
-        log_event(&tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
-        let record = load(&tx, id)?;
+        let record = set_remote_in(&tx, id, era, remote_task_id, ttl_ms, poll_interval_ms)?;
         tx.commit()?;
         Ok(record)
+    }
+
+    /// [`Store::set_remote`] with no remote task (a plain call, answered already) and then
+    /// `updates` as [`Store::apply_batch`] takes them, all in one transaction: what the two would
+    /// write one after the other, the same rows and the same events in the same order, for one
+    /// commit instead of two. Returns the task as the era left it (or the refusal, when the task
+    /// has ended), then each update's outcome in its slot; the outer error means nothing was
+    /// written.
+    pub fn set_era_then_apply(
+        &self,
+        id: &str,
+        era: Era,
+        updates: Vec<Update>,
+    ) -> Result<(Result<TaskRecord>, Vec<Result<TaskRecord>>)> {
+        let updates: Vec<(String, Update)> = updates.into_iter().map(|u| (id.to_owned(), state::bounded(u))).collect();
+        let mut conn = self.conn();
+        let mut tx = conn.transaction()?;
+        // A refusal (the task ended meanwhile) leaves the updates to be judged on their own, as
+        // they were when this was two transactions; any other failure writes nothing at all, as
+        // the second transaction would not have been tried.
+        let remote = match set_remote_in(&tx, id, era, None, None, None) {
+            Ok(record) => Ok(record),
+            Err(e @ StoreError::Refused { .. }) => Err(e),
+            Err(e) => return Err(e),
+        };
+        let previous = remote.as_ref().ok().cloned();
+        let results = apply_in_batch(&mut tx, &updates, previous)?;
+        tx.commit()?;
+        Ok((remote, results))
     }
 
     /// Applies one update in its own transaction and returns the task as it now is.
@@ -194,39 +202,7 @@ impl Store {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|(id, u)| (id, state::bounded(u))).collect();
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
-        let mut results: Vec<Result<TaskRecord>> = Vec::with_capacity(updates.len());
-        // A task's updates tend to come together (its messages, then its progress): each one's
-        // outcome is the next one's starting point, read back already.
-        let mut previous: Option<TaskRecord> = None;
-        // Each task's row in the search index is rewritten once, after its last update here.
-        let mut searchable: Vec<&str> = Vec::new();
-        for (i, (id, update)) in updates.iter().enumerate() {
-            // A savepoint per item, so an SQL error halfway through one item leaves none of it.
-            let sp = tx.savepoint()?;
-            let outcome = apply_in(&sp, id, update, previous.take()).map(|(record, changed)| {
-                if changed && !searchable.contains(&id.as_str()) {
-                    searchable.push(id);
-                }
-                record
-            });
-            match &outcome {
-                Ok(_) => sp.commit()?,
-                // SQLite may answer a full disk by rolling back the whole transaction, not just the
-                // statement: then nothing of the batch is written, and saying otherwise per item
-                // would be a lie.
-                Err(_) if sp.is_autocommit() => return outcome.map(|_| Vec::new()),
-                Err(_) => {}
-            }
-            if let Ok(r) = &outcome
-                && updates.get(i + 1).is_some_and(|(next, _)| next == id)
-            {
-                previous = Some(r.clone());
-            }
-            results.push(outcome);
-        }
-        for id in searchable {
-            crate::search::refresh(&tx, id)?;
-        }
+        let results = apply_in_batch(&mut tx, &updates, None)?;
         tx.commit()?;
         Ok(results)
     }
@@ -359,6 +335,82 @@ impl Store {
     }
 }
 
+/// The work of [`Store::set_remote`] on the caller's transaction.
+fn set_remote_in(
+    tx: &Connection,
+    id: &str,
+    era: Era,
+    remote_task_id: Option<&str>,
+    ttl_ms: Option<i64>,
+    poll_interval_ms: Option<i64>,
+) -> Result<TaskRecord> {
+    let current = load(tx, id)?;
+    state::check_remote(&current, remote_task_id)?;
+    let unchanged = current.era == Some(era)
+        && (remote_task_id.is_none() || current.remote_task_id.as_deref() == remote_task_id)
+        && current.ttl_ms == ttl_ms
+        && current.poll_interval_ms == poll_interval_ms;
+    if unchanged {
+        // An engine re-reading the same CreateTaskResult after a restart learns nothing new.
+        return Ok(current);
+    }
+    let now = time::format(&time::now());
+    tx.prepare_cached(
+        "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,
+             poll_interval_ms = ?5, updated_at = ?6
+         WHERE id = ?1",
+    )?
+    .execute(params![id, era.as_str(), remote_task_id, ttl_ms, poll_interval_ms, now])?;
+    let data = json!({
+        "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
+    });
+    log_event(tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
+    load(tx, id)
+}
+
+/// The work of [`Store::apply_batch`] on the caller's transaction, `previous` being the first
+/// update's task as this transaction last wrote it, when the caller has it. The outer error means
+/// the transaction is gone (SQLite rolled it back whole), so nothing of it is to be committed.
+fn apply_in_batch(
+    tx: &mut rusqlite::Transaction<'_>,
+    updates: &[(String, Update)],
+    mut previous: Option<TaskRecord>,
+) -> Result<Vec<Result<TaskRecord>>> {
+    let mut results: Vec<Result<TaskRecord>> = Vec::with_capacity(updates.len());
+    // Each task's row in the search index is rewritten once, after its last update here.
+    let mut searchable: Vec<&str> = Vec::new();
+    for (i, (id, update)) in updates.iter().enumerate() {
+        // A savepoint per item, so an SQL error halfway through one item leaves none of it.
+        let sp = tx.savepoint()?;
+        let outcome = apply_in(&sp, id, update, previous.take()).map(|(record, changed)| {
+            if changed && !searchable.contains(&id.as_str()) {
+                searchable.push(id);
+            }
+            record
+        });
+        match &outcome {
+            Ok(_) => sp.commit()?,
+            // SQLite may answer a full disk by rolling back the whole transaction, not just the
+            // statement: then nothing of the batch is written, and saying otherwise per item
+            // would be a lie.
+            Err(_) if sp.is_autocommit() => return outcome.map(|_| Vec::new()),
+            Err(_) => {}
+        }
+        // A task's updates tend to come together (its messages, then its progress): each one's
+        // outcome is the next one's starting point, read back already.
+        if let Ok(r) = &outcome
+            && updates.get(i + 1).is_some_and(|(next, _)| next == id)
+        {
+            previous = Some(r.clone());
+        }
+        results.push(outcome);
+    }
+    for id in searchable {
+        crate::search::refresh(tx, id)?;
+    }
+    Ok(results)
+}
+
 /// `current` is the task as this transaction last read or wrote it, when the caller has it. Also
 /// says whether the task's search row is to be rewritten: when it asks, is answered or ends. A
 /// status message alone does not (a server may send thousands, and each rewrite adds to the
@@ -381,6 +433,17 @@ fn write(conn: &Connection, current: &TaskRecord, update: &Update, plan: &Plan, 
     match update {
         // The same status and message again: nothing to write, not even the row's time.
         Update::Status { .. } if plan.event.is_none() => return Ok(()),
+        // Only the message is new: `status` is left out of the SET, so SQLite leaves the indexes
+        // that hold it alone (one page fewer in every such commit).
+        Update::Status { message, .. } if plan.to == current.status => {
+            conn.prepare_cached(
+                "UPDATE tasks SET status_message = ?2, updated_at = ?3,
+                     question_key = CASE WHEN status = 'input_required' THEN question_key END,
+                     question = CASE WHEN status = 'input_required' THEN question END
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, message, now])?;
+        }
         Update::Status { message, .. } => {
             // Leaving input_required without an answer (the server moved on) drops the question:
             // a form for a question nobody is waiting on must not come back after a restart.
