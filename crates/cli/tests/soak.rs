@@ -798,7 +798,7 @@ fn the_soak_notices_a_wrong_result_a_changed_end_a_task_run_twice_and_a_lost_tas
     lane.check(1, std::slice::from_ref(&id)).unwrap();
     sql(
         &server,
-        "INSERT INTO tasks SELECT 'copy', tool, arguments, era, status, status_message, progress_token, checkpoint, question, question_key, answer, result, error, created_at, updated_at, created_ms, ttl_ms, poll_interval_ms, cancel_requested, client_elicitation FROM tasks",
+        "INSERT INTO tasks SELECT 'copy', tool, arguments, era, status, status_message, progress_token, checkpoint, question, question_key, answer, result, error, created_at, updated_at, created_ms, ttl_ms, poll_interval_ms, cancel_requested, client_elicitation, client_sampling FROM tasks",
     );
     assert_finds(lane.check(0, &[]), "ran twice");
     sql(&server, "DELETE FROM tasks WHERE id = 'copy'");
