@@ -200,7 +200,7 @@ fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched_and_ea
 
     // The answer and the result each bring their words; nothing found before stops being found.
     let response = json!({ "action": "accept", "content": { "region": "antarctica" } });
-    f.store.apply(&task.id, Update::Answer(Answer { key: answer_key("q1"), response })).unwrap();
+    f.store.apply(&task.id, Update::Answer(Answer { key: answer_key("q1"), response, note: None })).unwrap();
     assert_eq!(found(&f.store, "antarctica"), [task.id.as_str()]);
     assert!(found(&f.store, "penguins").is_empty());
     let result = json!({ "content": [{ "type": "text", "text": "counted the penguins" }] });
