@@ -4,9 +4,12 @@
 // what it receives), read, edited and returned; either way the task completes with that reply.
 
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { By, until } from 'selenium-webdriver';
-import { eventually, invoke, muteNotifications, startApp, waitFor } from '../support/app.mjs';
+import { appBinary, eventually, invoke, muteNotifications, startApp, waitFor } from '../support/app.mjs';
 import { startChatStandIn } from '../support/chat-stand-in.mjs';
 
 const css = (s) => By.css(s);
@@ -123,5 +126,65 @@ test('a sampling request is sent to the configured model, its completion edited 
     await stand.close();
     if (previousStore === undefined) delete process.env.TASKDECK_SIGN_IN_STORE;
     else process.env.TASKDECK_SIGN_IN_STORE = previousStore;
+  }
+});
+
+test('a task asking a form and a sampling request at once is answered in one form with one send', async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'taskdeck-e2e-sampling-'));
+  const configPath = join(scratch, 'config', 'servers.json');
+  mkdirSync(dirname(configPath), { recursive: true });
+  // plan_release asks its two questions only in the 2026-07-28 era.
+  const demo = { command: join(dirname(appBinary), 'taskdeck-demo-server'), args: ['--state', join(scratch, 'state')], era: 'modern' };
+  writeFileSync(configPath, JSON.stringify({ mcpServers: { demo } }));
+  let app;
+  try {
+    app = await startApp({ configPath });
+    const { driver } = app;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    await muteNotifications(driver);
+    await (await waitFor(driver, '[data-testid="nav-tools"]')).click();
+    const tool = await waitFor(driver, '[data-testid="tool-row"][data-tool="plan_release"]', 30000);
+    await tool.findElement(css('[data-testid="tool-run"]')).click();
+    const form = await waitFor(driver, '[data-testid="run-form"][data-tool="plan_release"]');
+    await form.findElement(css('input[name="version"]')).sendKeys('2.4.0');
+    await form.findElement(css('[data-testid="run-submit"]')).click();
+
+    const all = await waitFor(driver, '[data-testid="all-questions"]', 30000);
+    const items = await all.findElements(css('[data-testid="all-questions-item"]'));
+    assert.deepEqual(await Promise.all(items.map((i) => i.getAttribute('data-kind'))), ['form', 'sampling']);
+    assert.match(await items[0].getText(), /Where should 2\.4\.0 be released\?/);
+    assert.match(await items[1].findElement(css('[data-testid="sampling-system"]')).getText(), /You write short release notes/);
+    // One set of buttons for both: neither question sends on its own.
+    assert.equal((await all.findElements(css('[data-testid="answer-accept"], [data-testid="sampling-send"]'))).length, 0);
+
+    // Both must be answered before anything is sent.
+    await all.findElement(css('[data-testid="all-questions-send"]')).click();
+    await waitFor(driver, '[data-testid="all-questions-error"]', 5000);
+    const row = await driver.findElement(css('[data-testid="task-row"]'));
+    assert.equal(await row.getAttribute('data-status'), 'input_required');
+
+    let picked = false;
+    for (const option of await items[0].findElements(css('select[name="environment"] option'))) {
+      if ((await option.getText()) === 'Production') {
+        await option.click();
+        picked = true;
+      }
+    }
+    assert.ok(picked, 'the environment is offered by title');
+    await items[1].findElement(css('[data-testid="sampling-reply"]')).sendKeys('Faster search.');
+    await all.findElement(css('[data-testid="all-questions-send"]')).click();
+
+    const result = await completedResult(driver);
+    assert.match(result, /Release 2\.4\.0 to production planned\.\s+Release note \(human\): Faster search\./);
+    // One update carried both answers: the task's answer names both questions.
+    const id = await row.getAttribute('data-task-id');
+    const detail = await eventually(async () => {
+      const d = await invoke(driver, 'task_detail', { id });
+      return d.task.status === 'completed' ? d : null;
+    });
+    assert.equal(detail.events.filter((e) => e.kind === 'answer').length, 1, JSON.stringify(detail.events.map((e) => e.kind)));
+  } finally {
+    await app?.stop();
+    if (!process.env.TASKDECK_E2E_KEEP) rmSync(scratch, { recursive: true, force: true });
   }
 });
