@@ -840,6 +840,67 @@ pub async fn test_model_provider(state: State<'_, AppState>, provider: String) -
     })
 }
 
+/// A model's completion for a task's sampling question, for the user to read (and edit) before it
+/// goes back with `answer_task`: `result` as it is, or the edited text.
+#[derive(Debug, Clone, Serialize, TS)]
+pub struct SampledReply {
+    /// The model that wrote it, as the provider named it.
+    pub model: String,
+    /// Its text blocks, joined; empty when it holds none (a tool call, say).
+    pub text: String,
+    /// The whole `CreateMessageResult`, to return unchanged.
+    pub result: Value,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// Sends the task's pending sampling question to the configured model and returns its completion;
+/// nothing goes to the server until the user returns it.
+#[tauri::command]
+pub async fn sample_task(state: State<'_, AppState>, id: String) -> Result<SampledReply> {
+    let completion = engine(&state)?.sample(&id).await?;
+    let result = serde_json::to_value(&completion.result)
+        .map_err(|e| CommandError::new(ErrorCode::ModelFailed, format!("the completion could not be read: {e}")))?;
+    tracing::info!(task = %id, model = %completion.result.model, "sampled from the window");
+    Ok(SampledReply {
+        model: completion.result.model.clone(),
+        text: completion.result.content.text(),
+        result,
+        input_tokens: completion.usage.map(|u| u.input),
+        output_tokens: completion.usage.map(|u| u.output),
+    })
+}
+
+/// The configured model a sampling request with these params would go to (the rule of
+/// `taskdeck_models::choose`), as `provider/model`; `None` when no model is configured.
+#[tauri::command]
+pub fn sampling_model(state: State<'_, AppState>, params: Value) -> Result<Option<String>> {
+    let models = engine(&state)?.settings()?.models;
+    let prefs = taskdeck_models::wire::request_from_params(&params).map(|r| r.preferences).unwrap_or_default();
+    Ok(taskdeck_models::choose::choose(&models, &prefs).map(|c| format!("{}/{}", c.provider.name, c.model.id)))
+}
+
+/// Answers every question pending on the task at once, one answer per question in the order of
+/// its `questions`, in one update to the server.
+#[tauri::command]
+pub async fn answer_task_all(
+    state: State<'_, AppState>,
+    id: String,
+    answers: Vec<AnswerPayload>,
+) -> Result<TaskSummary> {
+    let inputs = answers
+        .into_iter()
+        .map(|a| match a.action {
+            AnswerAction::Accept => AnswerInput::Accept(a.content.unwrap_or_default()),
+            AnswerAction::Decline => AnswerInput::Decline,
+            AnswerAction::Cancel => AnswerInput::Cancel,
+        })
+        .collect();
+    let task = engine(&state)?.answer_all(&id, inputs).await?;
+    tracing::info!(task = %task.id, server = %task.server, "answered every question from the window");
+    Ok(summary(engine(&state)?, &task))
+}
+
 #[cfg(test)]
 mod tests {
     use super::export_file_name;

@@ -113,6 +113,7 @@ fn rendered() -> Vec<(String, String)> {
         render::<taskdeck_models::ProviderKind>(&cfg),
         render::<taskdeck_models::ModelEntry>(&cfg),
         render::<ModelTest>(&cfg),
+        render::<taskdeck_app::commands::SampledReply>(&cfg),
     ]
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Question } from '../lib/types';
-import { replyContent, samplingReview } from './sampling';
+import { modelUnavailable, replyContent, returnedContent, samplingReview } from './sampling';
 
 const key = '{"kind":"input_key","value":"s"}';
 const asks = (over: Partial<Extract<Question['asks'], { kind: 'sampling' }>['sampling']> = {}) => ({
@@ -49,5 +49,33 @@ describe('reviewing a sampling request', () => {
   it('sends a written reply as the text shorthand, and nothing for an empty one', () => {
     expect(replyContent('Paris.')).toEqual({ text: 'Paris.' });
     expect(replyContent('   ')).toBeNull();
+  });
+});
+
+describe('returning a sampling reply', () => {
+  const completion = {
+    model: 'llama3.2',
+    text: 'Three findings, one cause.',
+    result: { role: 'assistant', content: { type: 'text', text: 'Three findings, one cause.' }, model: 'llama3.2', stopReason: 'endTurn' },
+  };
+
+  it('returns the model’s whole reply, with its model and stop reason, when its text was left as it was', () => {
+    expect(returnedContent('Three findings, one cause.', completion)).toEqual(completion.result);
+  });
+
+  it('returns an edited completion as the user’s own text', () => {
+    expect(returnedContent('Three findings, two causes.', completion)).toEqual({ text: 'Three findings, two causes.' });
+  });
+
+  it('returns a hand-written reply as text, and nothing for an empty box', () => {
+    expect(returnedContent('By hand', null)).toEqual({ text: 'By hand' });
+    expect(returnedContent('  ', null)).toBeNull();
+    expect(returnedContent('', { ...completion, text: 'x' })).toBeNull();
+  });
+
+  it('says why the model cannot be asked, pointing to the Models settings when none is configured', () => {
+    expect(modelUnavailable(null)).toMatch(/Settings → Models/);
+    expect(modelUnavailable(undefined)).toMatch(/Looking/);
+    expect(modelUnavailable('local/llama3.2')).toBeNull();
   });
 });

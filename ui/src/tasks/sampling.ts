@@ -5,7 +5,9 @@
  * size, never decoded or loaded. What the engine decided of the request (`asks.sampling`) gives
  * the figures.
  */
-import type { Question } from '../lib/types';
+import { call } from '../lib/ipc';
+import type { SampledReply } from '../lib/bindings/SampledReply';
+import type { JsonValue, Question } from '../lib/types';
 
 export type Block =
   | { kind: 'text'; text: string }
@@ -66,3 +68,27 @@ export function samplingReview(q: Question): Review | null {
 export function replyContent(text: string): { text: string } | null {
   return text.trim() === '' ? null : { text };
 }
+
+/** A model's completion as the shell returns it (`sample_task`). */
+export type Sampled = Pick<SampledReply, 'model' | 'text' | 'result'>;
+
+/**
+ * What "Return to the server" sends: the model's whole reply when the user left its text as the
+ * model wrote it (its model name and stop reason go back with it), else the text in the box as
+ * the user's own reply. `null` when there is nothing to send.
+ */
+export function returnedContent(text: string, completion: Sampled | null): { [key: string]: JsonValue } | null {
+  const r = completion?.result;
+  if (completion && text === completion.text && typeof r === 'object' && r !== null && !Array.isArray(r)) return r;
+  return replyContent(text);
+}
+
+/** Why the model cannot be asked, or `null` when it can: said beside the disabled button. */
+export function modelUnavailable(model: string | null | undefined): string | null {
+  if (model === undefined) return 'Looking for a configured model…';
+  if (model === null) return 'No model is configured: add one in Settings → Models, or write the reply yourself.';
+  return null;
+}
+
+export const samplingModel = (params: JsonValue) => call('sampling_model', { params });
+export const sampleTask = (id: string) => call('sample_task', { id });

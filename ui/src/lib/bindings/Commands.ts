@@ -13,6 +13,7 @@ import type { NewServer } from "./NewServer";
 import type { OfferedUrl } from "./OfferedUrl";
 import type { PageCursor } from "./PageCursor";
 import type { PurgeLine } from "./PurgeLine";
+import type { SampledReply } from "./SampledReply";
 import type { ServerStatus } from "./ServerStatus";
 import type { Settings } from "./Settings";
 import type { SettingsEdit } from "./SettingsEdit";
@@ -74,4 +75,7 @@ export type Commands = {
   sign_out: { args: { server: string }; response: SignInState };
   set_model_key: { args: { provider: string; key: string | null }; response: null };
   test_model_provider: { args: { provider: string }; response: ModelTest };
+  sampling_model: { args: { params: JsonValue }; response: string | null };
+  sample_task: { args: { id: string }; response: SampledReply };
+  answer_task_all: { args: { id: string; answers: Array<AnswerPayload> }; response: TaskSummary };
 };
