@@ -36,6 +36,12 @@ export class TaskPager {
   #source: EngineStore;
   /** The whole list's first screen was taken from the engine store's start-up read. */
   #seeded = false;
+  /**
+   * Changes that came while a page was on its way. The page may have been read before them or
+   * between them (a task made and finished in one breath), and a change to a task beyond the
+   * loaded rows is dropped: they are applied once the page is in, newer writes winning.
+   */
+  #queued: { changes: Change[]; deleted: Purged[] } | null = null;
 
   constructor(source: EngineStore = engine) {
     this.#source = source;
@@ -61,6 +67,8 @@ export class TaskPager {
     this.ready = false;
     this.error = null;
     this.#inflight = -1;
+    // The new first page is read after them.
+    this.#queued = null;
     if (!inApp) return;
     void this.#counts();
     this.#fill();
@@ -94,6 +102,7 @@ export class TaskPager {
           this.loaded = appendPage(this.loaded, first.items, first.done);
           this.ready = true;
         }
+        this.#flush();
         this.#fill();
       });
       return;
@@ -105,6 +114,7 @@ export class TaskPager {
         this.#inflight = -1;
         this.loaded = appendPage(this.loaded, page.items, page.next === null);
         this.ready = true;
+        this.#flush();
         this.#fill();
       },
       (e) => {
@@ -114,6 +124,7 @@ export class TaskPager {
         if (isIpcError(e) && e.code === 'not_found') return this.#restart(this.filter);
         this.error = `Could not load tasks: ${errorText(e)}`;
         this.ready = true;
+        this.#flush();
       },
     );
   }
@@ -132,6 +143,22 @@ export class TaskPager {
   }
 
   #follow(changes: readonly Change[], deleted: readonly Purged[]): void {
+    if (this.#inflight === this.#generation) {
+      const q = (this.#queued ??= { changes: [], deleted: [] });
+      q.changes.push(...changes);
+      q.deleted.push(...deleted);
+      return;
+    }
+    this.#apply(changes, deleted);
+  }
+
+  #flush(): void {
+    const q = this.#queued;
+    this.#queued = null;
+    if (q !== null) this.#apply(q.changes, q.deleted);
+  }
+
+  #apply(changes: readonly Change[], deleted: readonly Purged[]): void {
     const { loaded, exact } = patchLoaded(this.loaded, changes, deleted, this.filter);
     this.loaded = loaded;
     const moved = changes.some((c) => c.isNew || (c.before !== undefined && c.before.status !== c.task.status));
