@@ -11,28 +11,6 @@ export const STATUS_FILTERS: { value: StatusFilter; label: string }[] = [
   { value: 'cancelled', label: 'Cancelled' },
 ];
 
-export type TaskFilter = { status: StatusFilter; server: string | null; query: string };
-
-function statusMatches(t: TaskSummary, f: StatusFilter): boolean {
-  if (f === 'all') return true;
-  if (f === 'active') return !isTerminal(t.status);
-  if (f === 'needs_input') return t.status === 'input_required';
-  return t.status === f;
-}
-
-/** Case-insensitive; every word must appear in the tool, server, message or id. */
-export function matchesQuery(t: TaskSummary, query: string): boolean {
-  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
-  if (words.length === 0) return true;
-  const hay = [t.tool, t.server, t.status_message ?? '', t.progress?.message ?? '', t.id].join('\n').toLowerCase();
-  return words.every((w) => hay.includes(w));
-}
-
-export function filterTasks(list: readonly TaskSummary[], f: TaskFilter): TaskSummary[] {
-  if (f.status === 'all' && f.server === null && f.query.trim() === '') return list as TaskSummary[];
-  return list.filter((t) => statusMatches(t, f.status) && (f.server === null || t.server === f.server) && matchesQuery(t, f.query));
-}
-
 /** Running tasks count up to `now`; finished ones show how long they took. */
 export function elapsedMs(t: TaskSummary, now: number): number {
   const start = Date.parse(t.created_at);
