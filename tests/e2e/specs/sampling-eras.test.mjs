@@ -5,18 +5,16 @@
 // hand; and the same task surviving Taskdeck quitting, and being killed, while its question waits.
 
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { By, until } from 'selenium-webdriver';
-import { appBinary, eventually, invoke, muteNotifications, processesWith, startApp, visibleWindowsTitled, waitFor } from '../support/app.mjs';
+import { appBinary, eventually, invoke, muteNotifications, processesWith, startApp, waitFor } from '../support/app.mjs';
 import { startChatStandIn } from '../support/chat-stand-in.mjs';
+import { quitFromTray } from '../support/tray.mjs';
 
 const css = (s) => By.css(s);
-const run = promisify(execFile);
 const ERAS = ['legacy', 'modern'];
 const SYSTEM = 'You are a concise analyst. Answer in one sentence.';
 
@@ -120,16 +118,14 @@ async function completedResult(driver, id) {
   return { text: await text.getText(), task };
 }
 
-async function withModelKey(key, body) {
+/** Keeps model keys in the 0600 file (the test session has no OS keyring); returns the undo. */
+function fileKeyStore() {
   const previous = process.env.TASKDECK_SIGN_IN_STORE;
-  // The key goes to the 0600 file: the test session has no OS keyring.
   process.env.TASKDECK_SIGN_IN_STORE = 'file';
-  try {
-    return await body();
-  } finally {
+  return () => {
     if (previous === undefined) delete process.env.TASKDECK_SIGN_IN_STORE;
     else process.env.TASKDECK_SIGN_IN_STORE = previous;
-  }
+  };
 }
 
 async function configureModel(driver, stand, key) {
@@ -148,39 +144,127 @@ test('a sampling research task runs to its end from the app in both eras, answer
     reply: completion,
   });
   let app;
+  const restoreKeyStore = fileKeyStore();
   try {
-    await withModelKey(key, async () => {
-      app = await startApp({ dataDir: setup.dataDir, configPath: setup.configPath });
-      const { driver } = app;
-      await waitFor(driver, '[data-testid="sidebar"]');
-      await muteNotifications(driver);
-      await configureModel(driver, stand, key);
+    app = await startApp({ dataDir: setup.dataDir, configPath: setup.configPath });
+    const { driver } = app;
+    await waitFor(driver, '[data-testid="sidebar"]');
+    await muteNotifications(driver);
+    await configureModel(driver, stand, key);
 
-      for (const era of ERAS) {
-        const byModel = await summarize(driver, era, `model ${era}`);
-        await replyByModel(driver, byModel, `model ${era}`, completion);
-        const modelDone = await completedResult(driver, byModel);
-        assert.equal(modelDone.task.era, era);
-        // The model's own result went back: the server names the model that wrote it.
-        assert.match(modelDone.text, new RegExp(`Findings on model ${era}: Three incidents`));
-        assert.match(modelDone.text, /Summary \(e2e-analyst\): Two rollbacks and one small pool\./);
+    for (const era of ERAS) {
+      const byModel = await summarize(driver, era, `model ${era}`);
+      await replyByModel(driver, byModel, `model ${era}`, completion);
+      const modelDone = await completedResult(driver, byModel);
+      assert.equal(modelDone.task.era, era);
+      // The model's own result went back: the server names the model that wrote it.
+      assert.match(modelDone.text, new RegExp(`Findings on model ${era}: Three incidents`));
+      assert.match(modelDone.text, /Summary \(e2e-analyst\): Two rollbacks and one small pool\./);
 
-        const byHand = await summarize(driver, era, `hand ${era}`);
-        await replyByHand(driver, byHand, `hand ${era}`, `Written by hand in ${era}.`);
-        const handDone = await completedResult(driver, byHand);
-        assert.equal(handDone.task.era, era);
-        assert.match(handDone.text, new RegExp(`Summary \\(human\\): Written by hand in ${era}\\.`));
-      }
-      assert.deepEqual(stand.problems, [], 'the stand-in refused what it received');
-      // One completion per model-answered task, each for its own task's findings.
-      assert.deepEqual(
-        stand.requests.map((r) => r.body.messages.find((m) => m.role === 'user').content.match(/findings on (model \w+)/)[1]),
-        ['model legacy', 'model modern'],
-      );
-    });
+      const byHand = await summarize(driver, era, `hand ${era}`);
+      await replyByHand(driver, byHand, `hand ${era}`, `Written by hand in ${era}.`);
+      const handDone = await completedResult(driver, byHand);
+      assert.equal(handDone.task.era, era);
+      assert.match(handDone.text, new RegExp(`Summary \\(human\\): Written by hand in ${era}\\.`));
+    }
+    assert.deepEqual(stand.problems, [], 'the stand-in refused what it received');
+    // One completion per model-answered task, each for its own task's findings.
+    assert.deepEqual(
+      stand.requests.map((r) => r.body.messages.find((m) => m.role === 'user').content.match(/findings on (model \w+)/)[1]),
+      ['model legacy', 'model modern'],
+    );
   } finally {
     await app?.stop();
     await stand.close();
     cleanUp(setup.scratch);
+    restoreKeyStore();
+  }
+});
+
+/** How many times Taskdeck logged its clean exit (the shutdown path a quit takes and a kill skips). */
+function cleanExits(dataDir) {
+  const dir = join(dataDir, 'logs');
+  if (!existsSync(dir)) return 0;
+  return readdirSync(dir)
+    .filter((f) => f.startsWith('taskdeck.'))
+    .reduce((n, f) => n + readFileSync(join(dir, f), 'utf8').split('taskdeck exits').length - 1, 0);
+}
+
+/** Waits until no process of the app on `dataDir` and no demo server of `scratch` is left. */
+async function gone(t, dataDir, scratch) {
+  assert.ok(await eventually(() => processesWith(appBinary, dataDir).length === 0, 15000), 'taskdeck is still running');
+  // With their stdin closed the demo servers stop on their own, before the next instance starts
+  // others on the same state.
+  const servers = await eventually(() => processesWith(join(scratch, 'state-')).length === 0, 5000);
+  if (!servers) t.diagnostic(`demo servers left after the app: ${JSON.stringify(processesWith(join(scratch, 'state-')))}`);
+  assert.ok(servers, 'the demo servers exit once the app is gone');
+}
+
+test('a sampling question pending in either era survives Taskdeck quitting and being killed, and its answer reaches the server', async (t) => {
+  const setup = twoEraSetup('taskdeck-e2e-sampling-restart-');
+  const { dataDir, configPath } = setup;
+  const key = `sk-e2e-restart-${process.pid}`;
+  const completion = 'One cause, found after the restart.';
+  const stand = await startChatStandIn({
+    expect: { key, model: 'e2e-analyst', maxTokens: 200, system: SYSTEM, userIncludes: 'Summarize these findings on crash ' },
+    reply: completion,
+  });
+  let app;
+  const life = async () => {
+    app = await startApp({ dataDir, configPath });
+    await waitFor(app.driver, '[data-testid="sidebar"]');
+    await muteNotifications(app.driver);
+    return app.driver;
+  };
+  const pids = () => processesWith(appBinary, dataDir).map((p) => p.pid);
+  const restoreKeyStore = fileKeyStore();
+  try {
+    // ---- first life: one question asked in each era, then Quit ----
+    let driver = await life();
+    const quitting = {};
+    for (const era of ERAS) quitting[era] = await summarize(driver, era, `quit ${era}`);
+    await quitFromTray(pids());
+    await gone(t, dataDir, setup.scratch);
+    assert.equal(cleanExits(dataDir), 1, 'the quit stopped the engine cleanly');
+    await app.stop();
+    app = undefined;
+
+    // ---- second life: both asked again and answered; two more asked, then a crash ----
+    driver = await life();
+    for (const era of ERAS) {
+      await openTask(driver, quitting[era]);
+      await replyByHand(driver, quitting[era], `quit ${era}`, `Answered after a quit in ${era}.`);
+      const { text, task } = await completedResult(driver, quitting[era]);
+      assert.equal(task.era, era);
+      assert.match(text, new RegExp(`Summary \\(human\\): Answered after a quit in ${era}\\.`));
+    }
+    const crashing = {};
+    for (const era of ERAS) crashing[era] = await summarize(driver, era, `crash ${era}`);
+    const apps = processesWith(appBinary, dataDir);
+    assert.equal(apps.length, 1, `one taskdeck process on ${dataDir}: ${JSON.stringify(apps)}`);
+    process.kill(apps[0].pid, 'SIGKILL');
+    await gone(t, dataDir, setup.scratch);
+    assert.equal(cleanExits(dataDir), 1, 'the kill left no clean exit');
+    await app.stop();
+    app = undefined;
+
+    // ---- third life: both asked again, sent to the model this time, finished ----
+    driver = await life();
+    await configureModel(driver, stand, key);
+    for (const era of ERAS) {
+      await openTask(driver, crashing[era]);
+      await replyByModel(driver, crashing[era], `crash ${era}`, completion);
+      const { text, task } = await completedResult(driver, crashing[era]);
+      assert.equal(task.era, era);
+      assert.match(text, new RegExp(`Findings on crash ${era}: Three incidents`));
+      assert.match(text, /Summary \(e2e-analyst\): One cause, found after the restart\./);
+    }
+    assert.deepEqual(stand.problems, [], 'the stand-in refused what it received');
+    assert.equal(stand.requests.length, 2);
+  } finally {
+    await app?.stop();
+    await stand.close();
+    cleanUp(setup.scratch);
+    restoreKeyStore();
   }
 });
