@@ -107,15 +107,15 @@ async function replyByModel(driver, id, topic, completion) {
   await shown.findElement(css('[data-testid="sampling-send"]')).click();
 }
 
-/** The completed task's result text as shown (raw), and its record. */
+/** The completed task's result text as shown (raw), its record and its event log. */
 async function completedResult(driver, id) {
   await waitFor(driver, `[data-testid="task-row"][data-task-id="${id}"][data-status="completed"]`, 30000);
   const detail = await openTask(driver, id);
   const toggle = await detail.findElements(css('[data-testid="result-raw-toggle"]'));
   if (toggle.length > 0 && (await toggle[0].getAttribute('aria-pressed')) !== 'true') await toggle[0].click();
   const text = await waitFor(driver, `[data-testid="task-detail"][data-task-id="${id}"] [data-testid="result-text"]`, 5000);
-  const { task } = await invoke(driver, 'task_detail', { id });
-  return { text: await text.getText(), task };
+  const { task, events } = await invoke(driver, 'task_detail', { id });
+  return { text: await text.getText(), task, events };
 }
 
 /** Keeps model keys in the 0600 file (the test session has no OS keyring); returns the undo. */
@@ -254,10 +254,18 @@ test('a sampling question pending in either era survives Taskdeck quitting and b
     for (const era of ERAS) {
       await openTask(driver, crashing[era]);
       await replyByModel(driver, crashing[era], `crash ${era}`, completion);
-      const { text, task } = await completedResult(driver, crashing[era]);
+      const { text, task, events } = await completedResult(driver, crashing[era]);
       assert.equal(task.era, era);
       assert.match(text, new RegExp(`Findings on crash ${era}: Three incidents`));
       assert.match(text, /Summary \(e2e-analyst\): One cause, found after the restart\./);
+      // The log says which model wrote the reply and who let it go.
+      const answers = events.filter((e) => e.kind === 'answer');
+      assert.equal(answers.length, 1, JSON.stringify(events.map((e) => e.kind)));
+      assert.deepEqual(
+        { model: answers[0].data?.sampling?.model, approved_by: answers[0].data?.sampling?.approved_by, outcome: answers[0].data?.sampling?.outcome },
+        { model: 'e2e-analyst', approved_by: 'user', outcome: 'sent' },
+        JSON.stringify(answers[0].data),
+      );
     }
     assert.deepEqual(stand.problems, [], 'the stand-in refused what it received');
     assert.equal(stand.requests.length, 2);
