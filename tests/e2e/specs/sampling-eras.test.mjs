@@ -80,6 +80,16 @@ async function review(driver, id, topic) {
   return shown;
 }
 
+/** Waits until the sidebar counts `n` tasks waiting for an answer. */
+async function waitingCount(driver, n) {
+  const shown = await eventually(async () => {
+    const counts = await driver.findElements(css('[data-testid="nav-waiting"]'));
+    const text = counts.length ? await counts[0].getText() : '0';
+    return text === String(n) ? text : null;
+  }, 20000);
+  assert.equal(shown, String(n), `the sidebar does not count ${n} waiting`);
+}
+
 /** Opens the task from the list (its detail and, while one is pending, its question). */
 async function openTask(driver, id) {
   await (await waitFor(driver, '[data-testid="nav-tasks"]')).click();
@@ -231,6 +241,7 @@ test('a sampling question pending in either era survives Taskdeck quitting and b
 
     // ---- second life: both asked again and answered; two more asked, then a crash ----
     driver = await life();
+    await waitingCount(driver, 2);
     for (const era of ERAS) {
       await openTask(driver, quitting[era]);
       await replyByHand(driver, quitting[era], `quit ${era}`, `Answered after a quit in ${era}.`);
@@ -250,6 +261,7 @@ test('a sampling question pending in either era survives Taskdeck quitting and b
 
     // ---- third life: both asked again, sent to the model this time, finished ----
     driver = await life();
+    await waitingCount(driver, 2);
     await configureModel(driver, stand, key);
     for (const era of ERAS) {
       await openTask(driver, crashing[era]);

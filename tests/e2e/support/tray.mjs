@@ -8,7 +8,7 @@ import { eventually, visibleWindowsTitled } from './app.mjs';
 const run = promisify(execFile);
 const ITEM = '/org/ayatana/NotificationItem/tray_icon_tray_app_main';
 
-const gdbus = async (...args) => (await run('gdbus', ['call', '--session', ...args])).stdout;
+const gdbus = async (...args) => (await run('gdbus', ['call', '--session', ...args], { timeout: 10000 })).stdout;
 
 /**
  * The bus name of the tray whose menu is served by a process of `pids` (every app on the bus has a
@@ -62,6 +62,6 @@ export async function quitFromTray(pids) {
   }, 5000) ?? [];
   if (!dialog) throw new Error('no quit dialog');
   // No window manager gives the dialog the focus under Xvfb.
-  await run('xdotool', ['windowfocus', '--sync', dialog]);
-  await run('xdotool', ['key', '--clearmodifiers', 'Return']);
+  await run('xdotool', ['windowfocus', '--sync', dialog], { timeout: 5000 });
+  await run('xdotool', ['key', '--clearmodifiers', 'Return'], { timeout: 5000 });
 }
