@@ -143,7 +143,7 @@ serve_http() {
   exit 1
 }
 
-# One HTTP client run against its own server: CLIENT (engine, bare or inspector), ERA (legacy or
+# One HTTP client run against its own server: CLIENT (engine, bare, floor or inspector), ERA (legacy or
 # modern; the Inspector speaks legacy), the result's file name, TOOL, ARGS, how many, how many at
 # once, the server's pollInterval.
 http_client() {
@@ -159,6 +159,11 @@ http_client() {
       printf '{"mcpServers": {"demo": {"url": "%s"}}}\n' "$URL" > "$d/servers.json"
       "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
         --tasks "$n" --concurrency "$c" > "$OUT/$name.json" ;;
+    floor)
+      printf '{"mcpServers": {"demo": {"url": "%s"}}}\n' "$URL" > "$d/servers.json"
+      mkdir -p "$d/floor"
+      "$BIN/taskdeck-bench" bare --config "$d/servers.json" --era "$era" demo "$tool" --args "$args" \
+        --tasks "$n" --concurrency "$c" --durable "$d/floor" > "$OUT/$name.json" ;;
     inspector)
       node "$INSPECTOR" --cli --format json --quiet --load --load-concurrency "$c" --load-requests "$n" \
         --method tools/call --tool-name "$tool" --tool-args-json "$args" --transport http "$URL" \
@@ -180,6 +185,8 @@ http_runs() {
       http_client engine "$era" "$name-$era-engine-r$r" "$tool" "$args" "$k" "$c" "$POLL_MS"
       step "$name / $era bare client, round $r: taskdeck-bench bare over HTTP, no store"
       http_client bare "$era" "$name-$era-bare-r$r" "$tool" "$args" "$k" "$c" "$POLL_MS"
+      step "$name / $era durable floor, round $r: the bare client plus only the commits the contract needs"
+      http_client floor "$era" "$name-$era-floor-r$r" "$tool" "$args" "$k" "$c" "$POLL_MS"
     done
     step "$name / inspector, round $r: --cli --load --transport http, $n at $c concurrent"
     http_client inspector legacy "$name-inspector-r$r" "$tool" "$args" "$n" "$c" "$POLL_MS"

@@ -111,7 +111,8 @@ def http_round_trips(era):
     engine, e_all = median_round(f"http-call-{era}-engine", lambda x: -x["latency_ms"]["p50"])
     bare, b_all = median_round(f"http-call-{era}-bare", lambda x: -x["latency_ms"]["p50"])
     insp, i_all = median_round("http-call-inspector", lambda x: -x["latencyMs"]["p50"])
-    el, bl, il = engine["latency_ms"], bare["latency_ms"], insp["latencyMs"]
+    floor, f_all = median_round(f"http-call-{era}-floor", lambda x: -x["latency_ms"]["p50"])
+    el, bl, il, fl = engine["latency_ms"], bare["latency_ms"], insp["latencyMs"], floor["latency_ms"]
     return {
         "workload": {"tool": "notes_search", "arguments": {"query": "deploy"}, "calls": engine["tasks"],
                      "concurrency": 1, "era": era, "transport": "http"},
@@ -122,6 +123,9 @@ def http_round_trips(era):
                                       "calls_per_s": ratio(engine["tasks_per_s"], insp["throughput"])},
         "ratio_engine_vs_bare": {"p50": ratio(bl["p50"], el["p50"]), "p99": ratio(bl["p99"], el["p99"]),
                                  "calls_per_s": ratio(engine["tasks_per_s"], bare["tasks_per_s"])},
+        "durable_floor": dict(floor, rounds_p50_ms=[-x for x in f_all]),
+        "ratio_engine_vs_floor": {"p50": ratio(fl["p50"], el["p50"]), "p99": ratio(fl["p99"], el["p99"]),
+                                  "calls_per_s": ratio(engine["tasks_per_s"], floor["tasks_per_s"])},
         "targets": HTTP_TARGETS,
     }
 
@@ -130,6 +134,9 @@ def http_lifecycles(name, tool, args, poll_ms, era):
     r = lifecycles(f"http-{name}", tool, args, poll_ms, era)
     r["workload"]["transport"] = "http"
     r["targets"] = HTTP_TARGETS
+    floor, f_all = median_round(f"http-{name}-{poll_ms}-{era}-floor", lambda x: x["tasks_per_s"])
+    r["durable_floor"] = dict(floor, rounds_tasks_per_s=f_all)
+    r["ratio_engine_vs_floor"] = ratio(r["engine"]["tasks_per_s"], floor["tasks_per_s"])
     return r
 
 
@@ -274,6 +281,13 @@ if HTTP:
             f"{bl['p50']}{spread(b['rounds_p50_ms'])} / {bl['p90']} / {bl['p99']} / {bl['max']} | {b['failed']} | "
             f"**{r['ratio_engine_vs_bare']['p50']}x** | **{r['ratio_engine_vs_bare']['p99']}x** |",
         ]
+        f, fl = r["durable_floor"], r["durable_floor"]["latency_ms"]
+        md.append(
+            f"| durable floor (`taskdeck-bench bare --durable`) | {era} | the bare client plus the two commits a "
+            f"recorded call needs (on disk before it is sent, its outcome before it is reported), one bare table | "
+            f"{f['tasks_per_s']} | {fl['p50']}{spread(f['rounds_p50_ms'])} / {fl['p90']} / {fl['p99']} / "
+            f"{fl['max']} | {f['failed']} | **{r['ratio_engine_vs_floor']['p50']}x** | "
+            f"**{r['ratio_engine_vs_floor']['p99']}x** |")
     i = h["round_trips"][ERAS[0]]["inspector"]
     il = i["latencyMs"]
     vs = lambda q: ", ".join(f"{era} engine **{h['round_trips'][era]['ratio_engine_vs_inspector'][q]}x**"
@@ -293,8 +307,8 @@ if HTTP:
         f"**HTTP targets** (ahead of the Inspector: above {HTTP_TARGETS['engine_vs_inspector']}x; at least "
         f"{HTTP_TARGETS['engine_vs_bare']}x the bare client):",
         "",
-        "| measurement | era | engine vs Inspector | | engine vs bare client | |",
-        "| --- | --- | ---: | --- | ---: | --- |",
+        "| measurement | era | engine vs Inspector | | engine vs bare client | | engine vs durable floor |",
+        "| --- | --- | ---: | --- | ---: | --- | ---: |",
     ]
     ti, tb = HTTP_TARGETS["engine_vs_inspector"], HTTP_TARGETS["engine_vs_bare"]
     for era in ERAS:
@@ -302,19 +316,19 @@ if HTTP:
         for q in ("p50", "p99"):
             vi, vb = r["ratio_engine_vs_inspector"][q], r["ratio_engine_vs_bare"][q]
             md.append(f"| round trip {q}, c=1 | {era} | {vi}x | {met(vi, ti, strictly=True)} | "
-                      f"{vb}x | {met(vb, tb)} |")
+                      f"{vb}x | {met(vb, tb)} | {r['ratio_engine_vs_floor'][q]}x |")
     for p in HTTP_POLLS:
         # `count` is a plain call for the Inspector, so only `generate_report` is task against task.
         for era in ERAS:
             r = h["lifecycles"][f"report-poll{p}-{era}"]
             vi, vb = r["ratio_engine_vs_inspector"], r["ratio_engine_vs_bare"]
             md.append(f"| `generate_report` lifecycles/s, c=10, {p} ms | {era} | {vi}x | "
-                      f"{met(vi, ti, strictly=True)} | {vb}x | {met(vb, tb)} |")
+                      f"{met(vi, ti, strictly=True)} | {vb}x | {met(vb, tb)} | {r['ratio_engine_vs_floor']}x |")
         for era in ERAS:
             r = h["lifecycles"][f"count-poll{p}-{era}"]
             vb = r["ratio_engine_vs_bare"]
             md.append(f"| `count` lifecycles/s, c=10, {p} ms | {era} | ({r['ratio_engine_vs_inspector']}x, "
-                      f"against plain calls) | | {vb}x | {met(vb, tb)} |")
+                      f"against plain calls) | | {vb}x | {met(vb, tb)} | {r['ratio_engine_vs_floor']}x |")
 
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=2)

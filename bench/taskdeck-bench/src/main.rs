@@ -38,6 +38,10 @@ enum What {
         /// `legacy` or `modern`; detected when absent.
         #[arg(long)]
         era: Option<taskdeck_protocol::Era>,
+        /// Also make the commits Taskdeck's durability contract needs, in a bare table in this
+        /// directory: the floor a durable host cannot go below.
+        #[arg(long)]
+        durable: Option<PathBuf>,
     },
     /// Durable progress updates: one commit each, batched, and the engine's coalesced flush.
     Progress {
@@ -81,7 +85,7 @@ fn main() -> ExitCode {
     };
     let outcome = runtime.block_on(async {
         match cli.what {
-            What::Bare { config, server, tool, args, tasks, concurrency, era } => {
+            What::Bare { config, server, tool, args, tasks, concurrency, era, durable } => {
                 let arguments = serde_json::from_str(&args).map_err(|e| format!("--args: {e}"))?;
                 let paths = Paths { config: config.clone(), data_dir: std::env::temp_dir() };
                 let found = Config::load(&paths)
@@ -92,7 +96,7 @@ fn main() -> ExitCode {
                     .ok_or_else(|| format!("{}: no server {server:?}", config.display()))?;
                 // `--era` wins over the entry's own, as the benchmark's rows say which era ran.
                 let era = era.or(found.settings.era);
-                bare::run(bare::Args { server: found.endpoint, tool, arguments, tasks, concurrency, era }).await
+                bare::run(bare::Args { server: found.endpoint, tool, arguments, tasks, concurrency, era, durable }).await
             }
             What::Progress { tasks, updates_single, updates_engine } => tokio::task::spawn_blocking(move || {
                 progress::run(progress::Args { tasks, updates_single, updates_engine })
