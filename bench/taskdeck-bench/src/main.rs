@@ -96,7 +96,8 @@ fn main() -> ExitCode {
                     .ok_or_else(|| format!("{}: no server {server:?}", config.display()))?;
                 // `--era` wins over the entry's own, as the benchmark's rows say which era ran.
                 let era = era.or(found.settings.era);
-                bare::run(bare::Args { server: found.endpoint, tool, arguments, tasks, concurrency, era, durable }).await
+                bare::run(bare::Args { server: found.endpoint, tool, arguments, tasks, concurrency, era, durable })
+                    .await
             }
             What::Progress { tasks, updates_single, updates_engine } => tokio::task::spawn_blocking(move || {
                 progress::run(progress::Args { tasks, updates_single, updates_engine })
