@@ -28,11 +28,17 @@ impl Drop for Fixture {
 }
 
 fn fixture(scenario: &str, log: &Path) -> Fixture {
+    fixture_paused(scenario, log, &log.with_extension("pause"))
+}
+
+/// The fixture sends no poll while `pause` exists.
+fn fixture_paused(scenario: &str, log: &Path, pause: &Path) -> Fixture {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/hosted_server.py");
     let mut child = Command::new("python3")
         .arg(script)
         .arg(scenario)
         .env("FIXTURE_LOG", log)
+        .env("FIXTURE_PAUSE", pause)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -188,4 +194,43 @@ fn a_hosted_elicitation_answered_after_a_restart_reaches_the_server() {
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     let t = wait_end(&env, &id);
     assert_eq!(result_text(&t), r#"the server got: {"colour": "ochre"}"#, "{t}");
+}
+
+#[test]
+fn a_hosted_task_answered_before_a_restart_gives_the_server_its_outcome_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("fixture.log");
+    let pause = dir.path().join("pause");
+    let server = fixture_paused("sample", &log, &pause);
+    let env = Env::new(&server.url);
+
+    let id = ask_and_end(&env);
+    // The server looks away: the answer is given, kept, and the process that took it is killed
+    // before the server asks about it.
+    std::fs::write(&pause, "").unwrap();
+    let mut answer = env
+        .cmd(&["answer", &id, "--json", r#"{"text": "Saffron."}"#])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let kept = |env: &Env| {
+        env.hosted_rows().first().is_some_and(|(t, _)| t["status"] == "completed") && !env.show(&id)["answer"].is_null()
+    };
+    while !kept(&env) {
+        assert!(Instant::now() < deadline, "the answer was not kept: {:?}", env.hosted_rows());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = answer.kill();
+    let _ = answer.wait();
+    let rows = env.hosted_rows();
+    assert_eq!(rows[0].1.as_ref().map(|o| &o["result"]["content"]["text"]), Some(&json!("Saffron.")), "{rows:?}");
+
+    // Another process resumes the session; the server asks now, and the kept outcome answers it.
+    std::fs::remove_file(&pause).unwrap();
+    let t = wait_end(&env, &id);
+    assert_eq!(result_text(&t), "the server got: Saffron.", "{t}");
+    let answers = t["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "answer").count();
+    assert_eq!(answers, 1, "answered once: {t}");
 }

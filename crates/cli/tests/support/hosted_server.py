@@ -8,7 +8,8 @@ the session (same `Mcp-Session-Id`) is asked again. Its own task ends with what 
 "the server got: <text>", or "the server got an error: <message>".
 
 Prints its URL as its first line. Appends one JSON line per notable event to FIXTURE_LOG.
-`elicit` as the first argument asks an `elicitation/create` instead.
+`elicit` as the first argument asks an `elicitation/create` instead. While the file FIXTURE_PAUSE
+names exists it sends no poll, as a server that looks again only hours later.
 """
 import json
 import os
@@ -20,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SESSION = "hosted-session-1"
 LOG = os.environ.get("FIXTURE_LOG")
+PAUSE = os.environ.get("FIXTURE_PAUSE")
 ELICIT = len(sys.argv) > 1 and sys.argv[1] == "elicit"
 outbox = queue.Queue()
 answers = {}
@@ -90,6 +92,9 @@ def work():
     status = None
     while time.time() < deadline:
         time.sleep(0.2)
+        if PAUSE and os.path.exists(PAUSE):
+            deadline = time.time() + 120
+            continue
         got = ask("tasks/get", {"taskId": hosted})
         if got is None:
             continue  # nobody answered: the client may be restarting
