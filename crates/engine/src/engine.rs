@@ -475,11 +475,13 @@ impl Engine {
                 path: String::new(),
                 message: "this sampling request could not be read: decline it".into(),
             })?,
-            Some(_) => return Err(refused(&rec, Attempt::Answer, "that question is not a sampling request").into()),
+            Some(_) if key.is_some() => {
+                return Err(refused(&rec, Attempt::Answer, "that question is not a sampling request").into());
+            }
             None if key.is_some() => {
                 return Err(refused(&rec, Attempt::Answer, "no pending question has that key").into());
             }
-            None => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into()),
+            _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into()),
         };
         let model = self.hub.opts.models.pick(params.model_preferences.as_ref())?;
         Ok(model.complete(&params).await?)

@@ -60,9 +60,10 @@ async fn of_several_pending_questions_the_one_named_is_sampled_and_a_form_is_ref
 
     // The first pending question is the form: nothing to send to a model.
     let first = engine.sample(&rec.id, None).await.unwrap_err();
-    assert!(first.to_string().contains("not a sampling request"), "{first}");
+    assert!(first.to_string().contains("not waiting for a sampling reply"), "{first}");
     let named = engine.sample(&rec.id, Some(&keys[0])).await.unwrap_err();
     assert!(matches!(named, EngineError::Store(_)), "{named}");
+    assert!(named.to_string().contains("that question is not a sampling request"), "{named}");
     let unknown = engine.sample(&rec.id, Some("\"no such key\"")).await.unwrap_err();
     assert!(unknown.to_string().contains("no pending question has that key"), "{unknown}");
     assert!(asked.lock().unwrap().is_empty(), "no model was asked");
