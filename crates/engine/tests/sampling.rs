@@ -109,3 +109,45 @@ async fn an_auto_policy_answers_the_sampling_request_of_two_and_leaves_the_form_
     assert_eq!(*asked.lock().unwrap(), [100], "sent once, though polls listed it until the server took it");
     engine.shutdown().await;
 }
+
+/// The reference server over Streamable HTTP: `trigger-sampling-request-async` makes its question
+/// a task on Taskdeck's side, which the store keeps beside the session while it waits, and which
+/// the answer completes for the server's polls. (It cannot show a restart: the tool is a plain
+/// call whose requests ride on its own POST stream, gone with the process; see
+/// `crates/cli/tests/hosted_tasks.rs` for that.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_servers_hosted_sampling_task_is_kept_in_the_store_until_the_answer_completes_it() {
+    let server = taskdeck_test_support::everything_server_http(None);
+    let dir = tempfile::tempdir().unwrap();
+    write_servers_config(&dir.path().join("servers.json"), [("everything", server.entry(None))]);
+    let opts = EngineOptions { server_wait: Duration::from_secs(30), ..Default::default() };
+    let paths = Paths { config: dir.path().join("servers.json"), data_dir: dir.path().join("data") };
+    let engine = Engine::open(paths, opts).await.unwrap();
+    let tool = "trigger-sampling-request-async";
+    for _ in 0..100 {
+        if engine.tools("everything").await.unwrap().iter().any(|t| t.name == tool) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let rec = engine.run("everything", tool, json!({"prompt": "Name a colour.", "maxTokens": 20})).await.unwrap();
+    let wait = engine.wait(&rec.id, taskdeck_engine::is_waiting_for_answer);
+    tokio::time::timeout(Duration::from_secs(30), wait).await.unwrap().unwrap();
+    let rows = engine.store().hosted_tasks("everything").unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].task["status"].as_str(), rows[0].terminal), (Some("input_required"), false));
+
+    let reply = json!({"text": "Teal."}).as_object().cloned().unwrap();
+    engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(reply)).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()));
+    let rec = end.await.unwrap().unwrap();
+    let text = rec.result.as_ref().unwrap()["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("[COMPLETED]") && text.contains("Teal."), "{text}");
+    // The session stays stored while the server runs, and the task's outcome with it.
+    let rows = engine.store().hosted_tasks("everything").unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].task["status"], "completed", "{rows:?}");
+    let kept = rows[0].outcome.as_ref().map(|o| &o["result"]["content"]["text"]);
+    assert_eq!(kept, Some(&json!("Teal.")), "{rows:?}");
+    engine.shutdown().await;
+}
