@@ -854,11 +854,11 @@ pub struct SampledReply {
     pub output_tokens: Option<u64>,
 }
 
-/// Sends the task's pending sampling question to the configured model and returns its completion;
-/// nothing goes to the server until the user returns it.
+/// Sends the task's pending sampling question `key` (the first pending one when `None`) to the
+/// configured model and returns its completion; nothing goes to the server until the user returns it.
 #[tauri::command]
-pub async fn sample_task(state: State<'_, AppState>, id: String) -> Result<SampledReply> {
-    let completion = engine(&state)?.sample(&id).await?;
+pub async fn sample_task(state: State<'_, AppState>, id: String, key: Option<String>) -> Result<SampledReply> {
+    let completion = engine(&state)?.sample(&id, key.as_deref()).await?;
     let result = serde_json::to_value(&completion.result)
         .map_err(|e| CommandError::new(ErrorCode::ModelFailed, format!("the completion could not be read: {e}")))?;
     tracing::info!(task = %id, model = %completion.result.model, "sampled from the window");

@@ -63,7 +63,8 @@ pub async fn sample(
     id: &str,
     edit: bool,
 ) -> crate::error::Result<taskdeck_engine::AnswerInput> {
-    let completion = engine.sample(id).await?;
+    // The first pending question: the one `answer` answers.
+    let completion = engine.sample(id, None).await?;
     let text = completion.result.content.text();
     crate::terminal::out(&format!("{} ({}):\n{text}\n", completion.result.model, id));
     if edit {

@@ -4,6 +4,12 @@
 //! the question goes to the user as any other; the server follows the task with `tasks/get`,
 //! waits on `tasks/result` and may `tasks/cancel` it. The user's answer, whenever it comes while
 //! the session lives, completes the task and reaches every `tasks/result` waiting on it.
+//!
+//! The session outlives its connection where the transport keeps one (legacy HTTP, resumed by a
+//! later connection or process): so do its hosted tasks. The client keeps no store; it reports
+//! each task it makes or changes as [`SessionEvent::Hosted`], which the host keeps, and takes them
+//! back with the session itself ([`Resumable::hosted`](crate::Resumable)) on the connection that
+//! resumes it, so a question answered hours later, after a restart, still reaches the server.
 
 use std::collections::HashMap;
 
@@ -11,12 +17,34 @@ use serde_json::{Value, json};
 use taskdeck_protocol::{ErrorObject, Message, Request, RequestId, TaskStatus, codes, legacy, meta, methods};
 
 use crate::model::{QuestionKey, Reply, SessionEvent};
-use crate::session::{Shared, lock, respond};
+use crate::session::{Shared, keeps_session, lock, respond};
 
 /// How often the server is told it may poll, in milliseconds.
 const POLL_INTERVAL_MS: i64 = 1000;
-/// The most hosted tasks one session keeps; past it the oldest finished ones go.
-const MAX_HOSTED: usize = 256;
+/// The most hosted tasks one session keeps; past it the finished ones go first, then the oldest
+/// (the host bounds what it keeps the same way).
+pub const MAX_HOSTED: usize = 256;
+
+/// A hosted task as the host keeps it: what `tasks/get` and `tasks/result` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostedTask {
+    pub task_id: String,
+    /// The server's request it was made for: the question's key.
+    pub request: RequestId,
+    /// The task as `tasks/get` answers it.
+    pub task: Value,
+    /// What `tasks/result` answers, once the user has.
+    pub outcome: Option<Result<Value, ErrorObject>>,
+}
+
+impl HostedTask {
+    pub fn is_terminal(&self) -> bool {
+        self.task
+            .get("status")
+            .and_then(|s| serde_json::from_value::<TaskStatus>(s.clone()).ok())
+            .is_some_and(|s| s.is_terminal())
+    }
+}
 
 pub(crate) struct Hosted {
     task: legacy::tasks::Task,
@@ -25,6 +53,19 @@ pub(crate) struct Hosted {
     outcome: Option<Result<Value, ErrorObject>>,
     /// `tasks/result` requests waiting for the outcome.
     waiting: Vec<RequestId>,
+    /// Its place in the order tasks were made (or carried over), oldest first.
+    seq: u64,
+}
+
+impl Hosted {
+    fn kept(&self) -> HostedTask {
+        HostedTask {
+            task_id: self.task.task_id.clone(),
+            request: self.request.clone(),
+            task: serde_json::to_value(&self.task).unwrap_or_default(),
+            outcome: self.outcome.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -32,6 +73,59 @@ pub(crate) struct HostedTasks {
     by_id: HashMap<String, Hosted>,
     by_request: HashMap<RequestId, String>,
     next: u64,
+}
+
+impl HostedTasks {
+    /// Makes room for one more: finished tasks first, then the oldest.
+    fn make_room(&mut self) {
+        while self.by_id.len() >= MAX_HOSTED {
+            let oldest = |done: bool| {
+                self.by_id
+                    .iter()
+                    .filter(|(_, h)| !done || h.task.status.is_terminal())
+                    .min_by_key(|(_, h)| h.seq)
+                    .map(|(k, _)| k.clone())
+            };
+            let Some(k) = oldest(true).or_else(|| oldest(false)) else { return };
+            if let Some(h) = self.by_id.remove(&k) {
+                self.by_request.remove(&h.request);
+            }
+        }
+    }
+
+    fn insert(&mut self, hosted: Hosted) {
+        self.make_room();
+        self.by_request.insert(hosted.request.clone(), hosted.task.task_id.clone());
+        self.by_id.insert(hosted.task.task_id.clone(), hosted);
+    }
+}
+
+/// Tells the host what to keep of a task, where the session outlives the connection.
+fn report(shared: &Shared, kept: Option<HostedTask>) {
+    if let Some(kept) = kept
+        && keeps_session(shared)
+    {
+        shared.handler.on_event(SessionEvent::Hosted(kept));
+    }
+}
+
+/// Takes up the tasks a host kept for this session (see the module's doc). One already known is
+/// left as it is; one whose task cannot be read is dropped.
+pub(crate) fn carry(shared: &Shared, tasks: Vec<HostedTask>) {
+    let mut state = lock(&shared.state);
+    let hosted = &mut state.hosted;
+    for t in tasks {
+        if hosted.by_id.contains_key(&t.task_id) {
+            continue;
+        }
+        let Ok(task) = serde_json::from_value::<legacy::tasks::Task>(t.task) else { continue };
+        if task.task_id != t.task_id {
+            continue;
+        }
+        hosted.next += 1;
+        let seq = hosted.next;
+        hosted.insert(Hosted { task, request: t.request, outcome: t.outcome, waiting: Vec::new(), seq });
+    }
 }
 
 fn now() -> String {
@@ -44,6 +138,7 @@ pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Value {
     let mut state = lock(&shared.state);
     let hosted = &mut state.hosted;
     hosted.next += 1;
+    let seq = hosted.next;
     let mut random = [0u8; 8];
     let _ = getrandom::fill(&mut random);
     let task_id = format!("taskdeck-{}-{}", hosted.next, random.iter().map(|b| format!("{b:02x}")).collect::<String>());
@@ -58,25 +153,19 @@ pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Value {
         poll_interval: Some(POLL_INTERVAL_MS),
         extra: Default::default(),
     };
-    if hosted.by_id.len() >= MAX_HOSTED {
-        let done: Vec<String> =
-            hosted.by_id.iter().filter(|(_, h)| h.task.status.is_terminal()).map(|(k, _)| k.clone()).collect();
-        for k in done.into_iter().take(hosted.by_id.len() + 1 - MAX_HOSTED) {
-            if let Some(h) = hosted.by_id.remove(&k) {
-                hosted.by_request.remove(&h.request);
-            }
-        }
-    }
-    hosted.by_request.insert(id.clone(), task_id.clone());
     let created = json!({ "task": t });
-    hosted.by_id.insert(task_id, Hosted { task: t, request: id.clone(), outcome: None, waiting: Vec::new() });
+    let made = Hosted { task: t, request: id.clone(), outcome: None, waiting: Vec::new(), seq };
+    let kept = made.kept();
+    hosted.insert(made);
+    drop(state);
+    report(shared, Some(kept));
     created
 }
 
 /// Completes the task made for request `id` with the user's reply; `false` when no task was made
 /// for it (the reply then answers the request itself).
 pub(crate) fn complete(shared: &Shared, id: &RequestId, reply: &Reply) -> bool {
-    let (task_id, waiting, outcome) = {
+    let (task_id, waiting, outcome, kept) = {
         let mut state = lock(&shared.state);
         let hosted = &mut state.hosted;
         let Some(task_id) = hosted.by_request.get(id).cloned() else { return false };
@@ -92,8 +181,9 @@ pub(crate) fn complete(shared: &Shared, id: &RequestId, reply: &Reply) -> bool {
         h.task.status_message = None;
         h.task.last_updated_at = now();
         h.outcome = Some(outcome.clone());
-        (task_id, std::mem::take(&mut h.waiting), outcome)
+        (task_id, std::mem::take(&mut h.waiting), outcome, h.kept())
     };
+    report(shared, Some(kept));
     for w in waiting {
         respond(shared, outcome_message(w, &task_id, &outcome));
     }
@@ -124,6 +214,7 @@ pub(crate) fn on_request(shared: &Shared, r: Request) -> Option<Request> {
         return Some(r);
     };
     let mut withdrawn = None;
+    let mut kept = None;
     let message = {
         let mut state = lock(&shared.state);
         let Some(h) = state.hosted.by_id.get_mut(&task_id) else { return Some(r) };
@@ -149,6 +240,7 @@ pub(crate) fn on_request(shared: &Shared, r: Request) -> Option<Request> {
                 let waiting = std::mem::take(&mut h.waiting);
                 let request = h.request.clone();
                 let answer = Message::result(r.id, json!(h.task));
+                kept = Some(h.kept());
                 state.questions.remove(&request);
                 withdrawn = Some((request, waiting));
                 Some(answer)
@@ -156,6 +248,7 @@ pub(crate) fn on_request(shared: &Shared, r: Request) -> Option<Request> {
             _ => return Some(r),
         }
     };
+    report(shared, kept);
     if let Some((request, waiting)) = withdrawn {
         for w in waiting {
             respond(shared, Message::error(Some(w), ErrorObject::new(codes::INTERNAL_ERROR, "the task was cancelled")));

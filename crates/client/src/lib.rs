@@ -29,6 +29,7 @@ pub use endpoint::Endpoint;
 pub use error::{ClientError, ResponseFault};
 pub use follow::{Follow, FollowOptions, Followed};
 pub use host::ROOTS_LIST_CHANGED;
+pub use hosted::{HostedTask, MAX_HOSTED};
 pub use model::{
     Asks, Discard, Question, QuestionKey, QuestionRequest, Reply, Resumable, Resumption, ServerInfo, SessionEvent,
     Started, TaskSnapshot,

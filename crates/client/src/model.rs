@@ -203,6 +203,10 @@ pub enum SessionEvent {
     QuestionWithdrawn {
         key: QuestionKey,
     },
+    /// A task the server made of its question here was made or changed: what the host keeps so
+    /// that a later connection resuming the session serves it (`Session::carry_hosted`). Sent only
+    /// where the session outlives the connection.
+    Hosted(crate::hosted::HostedTask),
     /// A URL-mode elicitation was completed out of band.
     ElicitationComplete {
         elicitation_id: String,
@@ -246,12 +250,21 @@ pub struct Resumable {
     /// Not a credential, but private to the session: never shown or logged.
     pub session_id: String,
     pub info: ServerInfo,
+    /// The tasks the server made of its questions on this session (as [`SessionEvent::Hosted`]
+    /// reported them), served again from the moment the session is resumed: the server may ask
+    /// about them before anything else. Kept by the host beside the session, not in it.
+    #[serde(skip)]
+    pub hosted: Vec<crate::hosted::HostedTask>,
 }
 
 /// Debug output leaves the session id out: options holding one end up in logs.
 impl std::fmt::Debug for Resumable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resumable").field("session_id", &"(hidden)").field("info", &self.info).finish()
+        f.debug_struct("Resumable")
+            .field("session_id", &"(hidden)")
+            .field("info", &self.info)
+            .field("hosted", &self.hosted.len())
+            .finish()
     }
 }
 

@@ -277,6 +277,7 @@ impl Session {
             state.info = Some(stored.info.clone());
             state.resumption = Resumption::Resumed;
         }
+        crate::hosted::carry(&session.shared, stored.hosted.clone());
         match session.list_tools().await {
             Ok(_) if session.dead().is_none() => {
                 gate.mode.store(ProbeGate::OPEN, Ordering::SeqCst);
@@ -389,7 +390,7 @@ impl Session {
         }
         // The id is the server's to choose: one past any sensible size is not kept for it.
         let session_id = self.shared.transport.session_id().filter(|id| id.len() <= MAX_SESSION_ID)?;
-        Some(Resumable { session_id, info })
+        Some(Resumable { session_id, info, hosted: Vec::new() })
     }
 
     /// Whether this connection carried on a stored session, or why it could not.
@@ -944,6 +945,11 @@ fn task_handle(shared: &Shared, result: &Value) -> Option<TaskSnapshot> {
         }
         _ => None,
     }
+}
+
+/// Whether the connection's session outlives it (a legacy HTTP session a later one may resume).
+pub(crate) fn keeps_session(shared: &Shared) -> bool {
+    shared.transport.session_id().is_some()
 }
 
 pub(crate) fn respond(shared: &Shared, msg: Message) {

@@ -135,6 +135,7 @@ fn requests(log: &std::path::Path) -> Vec<serde_json::Value> {
 fn stored(session_id: &str) -> taskdeck_client::Resumable {
     taskdeck_client::Resumable {
         session_id: session_id.into(),
+        hosted: Vec::new(),
         info: taskdeck_client::ServerInfo {
             era: Era::Legacy,
             protocol_version: "2025-11-25".into(),

@@ -146,7 +146,7 @@ async fn start(
             started = &mut call => break Some(started),
             msg = rx.recv() => match msg {
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
-                Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
+                Some(DriverMsg::Question(q)) => question(hub, session, &rec.id, &rec.server, *q).await,
                 // Reports are routed by remote id, which this task does not have yet.
                 Some(DriverMsg::Snapshot(_)) => {}
                 // A cancel wakes the driver once the task is cancelled (the server told): the
@@ -299,6 +299,8 @@ async fn follow(
     let mut answered_at: Option<Instant> = None;
     // Input requests nobody is asked (roots, what Taskdeck cannot serve), answered once each.
     let mut unasked = std::collections::HashSet::new();
+    // Sampling requests the server's `auto` policy sent to a model, answered once each.
+    let mut sampled = std::collections::HashSet::new();
     loop {
         if hub.gate.halted(&id).is_some() {
             return Step::Halted;
@@ -311,10 +313,10 @@ async fn follow(
         tokio::select! {
             msg = rx.recv() => match msg {
                 Some(DriverMsg::Snapshot(s)) => {
-                    hub.report(&rec, &s);
+                    report(hub, session, &rec, &s, &mut sampled).await;
                     crate::inputs::answer_unasked(hub, session, &rec.server, &s, &mut unasked).await;
                 }
-                Some(DriverMsg::Question(q)) => hub.record_question(&id, &rec.server, *q),
+                Some(DriverMsg::Question(q)) => question(hub, session, &id, &rec.server, *q).await,
                 Some(DriverMsg::Answer(a)) => {
                     answer(hub, session, &rec, *a).await;
                     // Taken once the server has acknowledged the answer, not before it was sent: a
@@ -331,7 +333,7 @@ async fn follow(
                     if answered_at.is_some_and(|t| asked_at < t) && !snapshot.is_final() {
                         tracing::debug!(task = %id, "a poll older than the answer is no news");
                     } else {
-                        hub.report(&rec, &snapshot);
+                        report(hub, session, &rec, &snapshot, &mut sampled).await;
                         crate::inputs::answer_unasked(hub, session, &rec.server, &snapshot, &mut unasked).await;
                     }
                 }
@@ -348,6 +350,37 @@ async fn follow(
                 // Followed to its end, yet the store is not terminal (the write failed): look again.
                 None => return Step::Lost,
             },
+        }
+    }
+}
+
+/// A question the server sent as a request of its own: sent to a model when the server's sampling
+/// policy says so (`sampling::auto`), else recorded for the user.
+async fn question(hub: &Hub, session: &Session, id: &str, server: &str, q: taskdeck_client::Question) {
+    if q.is_sampling()
+        && let Ok(now) = hub.gate.get(id)
+        && !now.status.is_terminal()
+        && crate::sampling::auto::answer(hub, session, &now, &q).await
+    {
+        return;
+    }
+    hub.record_question(id, server, q);
+}
+
+/// A server's report, once what its sampling policy sends to a model without asking is answered.
+async fn report(
+    hub: &Hub,
+    session: &Session,
+    rec: &TaskRecord,
+    s: &TaskSnapshot,
+    sampled: &mut std::collections::HashSet<String>,
+) {
+    match crate::sampling::auto::from_snapshot(hub, session, rec, s, sampled).await {
+        None => hub.report(rec, s),
+        Some(left) => {
+            if let Ok(now) = hub.gate.get(&rec.id) {
+                hub.report(&now, &left);
+            }
         }
     }
 }

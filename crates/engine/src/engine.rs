@@ -456,17 +456,30 @@ impl Engine {
         })
     }
 
-    /// Sends the task's pending sampling question to the configured model (the one its hints
-    /// pick) and returns the completion, for the user to read, edit and then give as the answer.
-    /// Nothing goes to the server here.
-    pub async fn sample(&self, id: &str) -> Result<crate::sampling::Completion> {
+    /// Sends one of the task's pending sampling questions to the configured model (the one its
+    /// hints pick) and returns the completion, for the user to read, edit and then give as the
+    /// answer. `key` names the question ([`QuestionKey::to_text`], as the record and `show --json`
+    /// carry it) among several pending at once; `None` is the first pending question, the one
+    /// [`Engine::answer`] answers. Nothing goes to the server here.
+    pub async fn sample(&self, id: &str, key: Option<&str>) -> Result<crate::sampling::Completion> {
         let rec = self.hub.gate.get(id)?;
-        let params = match (&rec.question, rec.status) {
-            (Some(q), TaskStatus::InputRequired) if q.is_sampling() => {
-                q.sampling_params().ok_or_else(|| EngineError::InvalidAnswer {
-                    path: String::new(),
-                    message: "this sampling request could not be read: decline it".into(),
-                })?
+        if rec.status != TaskStatus::InputRequired {
+            return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into());
+        }
+        let question = match key {
+            None => rec.question.as_ref(),
+            Some(k) => rec.questions.iter().find(|q| q.key.to_text() == k),
+        };
+        let params = match question {
+            Some(q) if q.is_sampling() => q.sampling_params().ok_or_else(|| EngineError::InvalidAnswer {
+                path: String::new(),
+                message: "this sampling request could not be read: decline it".into(),
+            })?,
+            Some(_) if key.is_some() => {
+                return Err(refused(&rec, Attempt::Answer, "that question is not a sampling request").into());
+            }
+            None if key.is_some() => {
+                return Err(refused(&rec, Attempt::Answer, "no pending question has that key").into());
             }
             _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into()),
         };

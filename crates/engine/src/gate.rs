@@ -134,6 +134,27 @@ impl Gate {
         self.events.subscribe()
     }
 
+    /// Keeps a server's client-hosted task as its session reported it (`SessionEvent::Hosted`),
+    /// for a later connection that resumes the session. Nothing is published: only the session
+    /// reads it back. A failed write loses only what a restart would serve; it is logged.
+    pub fn keep_hosted(&self, server: &str, task: &taskdeck_client::HostedTask) {
+        let outcome = task.outcome.as_ref().map(|o| match o {
+            Ok(result) => serde_json::json!({ "result": result }),
+            Err(error) => serde_json::json!({ "error": error }),
+        });
+        let row = taskdeck_store::HostedTaskRow {
+            server: server.to_owned(),
+            task_id: task.task_id.clone(),
+            request_id: serde_json::to_string(&task.request).unwrap_or_default(),
+            task: task.task.clone(),
+            outcome,
+            terminal: task.is_terminal(),
+        };
+        if let Err(e) = self.store.keep_hosted_task(&row) {
+            tracing::warn!(server, task = %task.task_id, "a hosted task could not be kept: {e}");
+        }
+    }
+
     /// Publishes an event that is not a task write (servers, logs, tools).
     pub fn announce(&self, event: EngineEvent) {
         let _ = self.events.send(event);

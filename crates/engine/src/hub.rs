@@ -205,6 +205,7 @@ impl Hub {
                 self.routed(server, routed);
             }
             SessionEvent::QuestionWithdrawn { key } => self.live.withdraw(&key),
+            SessionEvent::Hosted(task) => self.gate.keep_hosted(server, &task),
             SessionEvent::ToolsChanged => self.gate.announce(EngineEvent::ToolsChanged { server: server.to_owned() }),
             SessionEvent::ElicitationComplete { elicitation_id } => self.complete_url_question(server, &elicitation_id),
             _ => {}
@@ -222,6 +223,20 @@ async fn flush_deferred(hub: Weak<Hub>) {
         drop(h);
         tokio::time::sleep(every).await;
     }
+}
+
+/// A stored hosted task as the session takes it back; `None` for a row nobody can read.
+fn hosted_task(row: taskdeck_store::HostedTaskRow) -> Option<taskdeck_client::HostedTask> {
+    let request = serde_json::from_str(&row.request_id).ok()?;
+    let outcome = match row.outcome {
+        None => None,
+        Some(o) => match (o.get("result"), o.get("error")) {
+            (Some(result), _) => Some(Ok(result.clone())),
+            (None, Some(error)) => Some(Err(serde_json::from_value(error.clone()).ok()?)),
+            (None, None) => return None,
+        },
+    };
+    Some(taskdeck_client::HostedTask { task_id: row.task_id, request, task: row.task, outcome })
 }
 
 struct HubRouter(Weak<Hub>);
@@ -258,7 +273,17 @@ impl Router for HubRouter {
         // server that made it, is never sent elsewhere), nor is one nobody can read.
         let info = serde_json::from_value(stored.info).ok().filter(|_| stored.url == url);
         match info {
-            Some(info) => Some(Resumable { session_id: stored.session_id, info }),
+            Some(info) => {
+                // The tasks the server made of its questions on this session come back with it.
+                let hosted = match hub.gate.store().hosted_tasks(server) {
+                    Ok(rows) => rows.into_iter().filter_map(hosted_task).collect(),
+                    Err(e) => {
+                        tracing::warn!(server, "the hosted tasks could not be read: {e}");
+                        Vec::new()
+                    }
+                };
+                Some(Resumable { session_id: stored.session_id, info, hosted })
+            }
             None => {
                 self.keep_session(server, url, None);
                 None

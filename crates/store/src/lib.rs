@@ -7,6 +7,7 @@
 
 mod error;
 mod history;
+mod hosted;
 mod migrations;
 mod open;
 pub mod private_fs;
@@ -22,6 +23,7 @@ pub use history::{
     Page, PageRequest, PurgeLine, PurgeReason, Purged, QuestionBrief, Retention, SUMMARY_MESSAGE_CHARS, Space,
     StatusCounts, TaskQuery, TaskSummary,
 };
+pub use hosted::{HostedTaskRow, MAX_HOSTED_PER_SERVER};
 pub use open::APPLICATION_ID;
 pub use sessions::HttpSession;
 pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_status};

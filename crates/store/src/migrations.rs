@@ -13,6 +13,7 @@ const LIST: &[M<'static>] = &[
     M::up(include_str!("migrations/20261201150200_search.sql")),
     M::up(include_str!("migrations/20261201150300_delete_and_purge_log.sql")),
     M::up(include_str!("migrations/20261201160000_pending_questions.sql")),
+    M::up(include_str!("migrations/20261201170000_hosted_tasks.sql")),
 ];
 
 pub(crate) const MIGRATIONS: Migrations<'static> = Migrations::from_slice(LIST);

@@ -52,10 +52,16 @@ impl Store {
         Ok(Some(HttpSession { server: server.to_owned(), url, session_id, protocol_version, info }))
     }
 
-    /// Stores `session` as its server's, replacing the one stored before.
+    /// Stores `session` as its server's, replacing the one stored before. The hosted tasks of a
+    /// session it replaces go with it: no later connection can be asked about them.
     pub fn keep_http_session(&self, session: &HttpSession) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        tx.prepare_cached(
+            "DELETE FROM hosted_tasks WHERE server = ?1 AND NOT EXISTS
+                 (SELECT 1 FROM http_sessions WHERE server = ?1 AND session_id = ?2)",
+        )?
+        .execute(params![session.server, session.session_id])?;
         tx.prepare_cached(
             "INSERT INTO http_sessions (server, url, session_id, protocol_version, info, updated_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -75,10 +81,11 @@ impl Store {
         Ok(())
     }
 
-    /// Removes the session stored for `server`; returns whether there was one.
+    /// Removes the session stored for `server`, and its hosted tasks; returns whether there was one.
     pub fn forget_http_session(&self, server: &str) -> Result<bool> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        tx.prepare_cached("DELETE FROM hosted_tasks WHERE server = ?1")?.execute([server])?;
         let removed = tx.prepare_cached("DELETE FROM http_sessions WHERE server = ?1")?.execute([server])?;
         tx.commit()?;
         Ok(removed > 0)

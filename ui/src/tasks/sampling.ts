@@ -91,4 +91,5 @@ export function modelUnavailable(model: string | null | undefined): string | nul
 }
 
 export const samplingModel = (params: JsonValue) => call('sampling_model', { params });
-export const sampleTask = (id: string) => call('sample_task', { id });
+/** `key`: the question's key, so that of several pending questions the one shown is sampled. */
+export const sampleTask = (id: string, key: string) => call('sample_task', { id, key });

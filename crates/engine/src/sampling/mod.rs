@@ -9,6 +9,7 @@
 //! with them when settings.json's `models` section names any, else with [`Models::none`], so that a
 //! request is asked of the user and `auto` behaves as `ask`.
 
+pub(crate) mod auto;
 pub mod configured;
 
 use std::future::Future;
@@ -28,8 +29,8 @@ pub enum SamplingPolicy {
     #[default]
     Ask,
     /// Sent to the configured model without asking, while the task's completions stay within
-    /// `max_tokens_per_task` (what the requests asked for, counted before sending); past it, or
-    /// with no model configured, asked like [`SamplingPolicy::Ask`].
+    /// `max_tokens_per_task` (see [`auto`] for how they are counted); past it, with no model
+    /// configured, or when the model fails, asked like [`SamplingPolicy::Ask`].
     Auto { max_tokens_per_task: u64 },
     /// Refused at once, with an error the server reads.
     Refuse,
@@ -186,6 +187,10 @@ pub struct Note {
     pub tokens: Option<TokenUsage>,
     /// `declined`, `cancelled`, `refused` (the policy) or `sent`.
     pub outcome: &'static str,
+    /// For a reply the policy sent: the `maxTokens` its request allowed, which counts against the
+    /// task's budget when the provider did not say what it used (`auto::spent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
 }
 
 impl Note {
@@ -204,20 +209,28 @@ pub fn refused_by_policy() -> ErrorObject {
 /// [`sampling::reply_from_user`]: a `CreateMessageResult` or `{"text": "..."}`).
 pub fn reply_to(question: &Question, content: Option<&Map<String, Value>>) -> Result<(Reply, Note), String> {
     let Some(content) = content else {
-        let note = Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "declined" };
+        let note =
+            Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "declined", max_tokens: None };
         return Ok((Reply::Refused(sampling::declined()), note));
     };
     let Some(params) = question.sampling_params() else {
         return Err("this sampling request could not be read, so no reply fits it: decline it".into());
     };
     let result = sampling::reply_from_user(&Value::Object(content.clone()), &params)?;
-    let note = Note { approved_by: ApprovedBy::User, model: Some(result.model.clone()), tokens: None, outcome: "sent" };
+    let note = Note {
+        approved_by: ApprovedBy::User,
+        model: Some(result.model.clone()),
+        tokens: None,
+        outcome: "sent",
+        max_tokens: None,
+    };
     Ok((Reply::Result(serde_json::to_value(&result).unwrap_or_default()), note))
 }
 
 /// A cancelled sampling question: the server's request is refused as a cancel.
 pub fn cancelled() -> (Reply, Note) {
-    let note = Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "cancelled" };
+    let note =
+        Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "cancelled", max_tokens: None };
     (Reply::Refused(ErrorObject::new(-1, "the user cancelled the sampling request")), note)
 }
 

@@ -76,6 +76,6 @@ export type Commands = {
   set_model_key: { args: { provider: string; key: string | null }; response: null };
   test_model_provider: { args: { provider: string }; response: ModelTest };
   sampling_model: { args: { params: JsonValue }; response: string | null };
-  sample_task: { args: { id: string }; response: SampledReply };
+  sample_task: { args: { id: string; key: string | null }; response: SampledReply };
   answer_task_all: { args: { id: string; answers: Array<AnswerPayload> }; response: TaskSummary };
 };
