@@ -194,6 +194,55 @@ impl Store {
         })
     }
 
+    /// Which of `ids` are in the query's list now (the search included), in no order; unknown ids
+    /// are in none. What a front end asks when tasks it was told about changed under a search it
+    /// shows: each task is looked at by its id, the search tested against that one task's row of
+    /// the index (FTS5 with its rowid given), so the cost is per task asked about, not per match.
+    pub fn matching(&self, query: &TaskQuery, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
+        let fts = match search {
+            Some(text) => match crate::search::fts_query(text) {
+                Some(fts) => Some(fts),
+                // Words that cannot match anything match nothing, as in a page.
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let plain = TaskQuery { search: None, ..query.clone() };
+        let Some(clause) = Clause::of(&plain, true)? else { return Ok(Vec::new()) };
+        let conn = self.conn();
+        // One task at a time, so no statement's size depends on how many were asked about.
+        let mut admitted = conn.prepare(&format!(
+            "SELECT r.row FROM tasks AS t LEFT JOIN task_search_rows AS r ON r.task_id = t.id \
+             WHERE t.id = ?{} AND {}",
+            clause.params.len() + 1,
+            clause.sql
+        ))?;
+        let mut hit = conn.prepare_cached("SELECT 1 FROM task_search WHERE task_search MATCH ?1 AND rowid = ?2")?;
+        let mut out = Vec::new();
+        for id in ids {
+            let mut params = clause.params.clone();
+            params.push(SqlValue::Text(id.clone()));
+            let Some(row) = admitted.query_row(params_from_iter(params), |r| r.get::<_, Option<i64>>(0)).optional()?
+            else {
+                continue;
+            };
+            let found = match (&fts, row) {
+                (None, _) => true,
+                // A task without a row in the index holds no words.
+                (Some(_), None) => false,
+                (Some(fts), Some(row)) => hit.query_row(rusqlite::params![fts, row], |_| Ok(())).optional()?.is_some(),
+            };
+            if found {
+                out.push(id.clone());
+            }
+        }
+        Ok(out)
+    }
+
     /// Tasks per status under the query (its statuses aside), counted in SQL.
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
         let conn = self.conn();

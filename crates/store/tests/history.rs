@@ -510,3 +510,45 @@ fn the_newest_purge_lines_come_first_and_page_back_in_time() {
     assert_eq!(got, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
     assert!(f.store.purge_log_newest(Some(older[2].seq), 10).unwrap().is_empty());
 }
+
+#[test]
+fn changed_tasks_are_told_apart_by_whether_they_are_in_a_search_now() {
+    let f = fixture();
+    let quokka = f.store.create_task(with("generate_report", "demo", "a", json!({"topic": "quokka"}))).unwrap();
+    let other = f.store.create_task(with("generate_report", "demo", "b", json!({"topic": "wombat"}))).unwrap();
+    let elsewhere = f.store.create_task(with("generate_report", "remote", "c", json!({"topic": "quokka"}))).unwrap();
+    let asked = vec![quokka.id.clone(), other.id.clone(), elsewhere.id.clone(), "no-such-task".to_owned()];
+    let matching = |q: &TaskQuery| {
+        let mut found = f.store.matching(q, &asked).unwrap();
+        found.sort();
+        found
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+
+    let words = TaskQuery { search: Some("quokka".into()), ..Default::default() };
+    assert_eq!(matching(&words), sorted(vec![quokka.id.clone(), elsewhere.id.clone()]));
+    // The same answer as the pages give, task by task.
+    assert_eq!(matching(&words), sorted(search(&f.store, "quokka")));
+    let on_demo = TaskQuery { server: Some("demo".into()), ..words.clone() };
+    assert_eq!(matching(&on_demo), [quokka.id.clone()], "the other filters apply too");
+    assert_eq!(matching(&TaskQuery { search: Some("quok*".into()), ..Default::default() }).len(), 2, "a prefix");
+    assert!(matching(&TaskQuery { search: Some("= *".into()), ..Default::default() }).is_empty());
+    let no_search = TaskQuery { server: Some("demo".into()), ..Default::default() };
+    assert_eq!(matching(&no_search), sorted(vec![quokka.id.clone(), other.id.clone()]));
+
+    // One that stops matching a status filter leaves; one that ends with a word joins.
+    let running = TaskQuery { statuses: vec![TaskStatus::Working], ..words.clone() };
+    assert_eq!(matching(&running).len(), 2);
+    f.store.apply(&quokka.id, Update::Cancelled { reason: None, server_status: None, server_told: None }).unwrap();
+    assert_eq!(matching(&running), [elsewhere.id.clone()]);
+    complete_with_text(&f.store, &other.id, "A quokka was seen");
+    assert_eq!(matching(&words), sorted(vec![quokka.id.clone(), other.id.clone(), elsewhere.id.clone()]));
+
+    // A deleted task is in no list.
+    f.store.delete_tasks(std::slice::from_ref(&quokka.id), PurgeReason::User).unwrap();
+    assert_eq!(matching(&words), sorted(vec![other.id.clone(), elsewhere.id.clone()]));
+    assert!(f.store.matching(&words, &[]).unwrap().is_empty());
+}
