@@ -570,6 +570,36 @@ impl Store {
             return Ok((Vec::new(), self.space(false)?));
         }
         let all = self.prune_candidates(rule)?;
+        let bulk = self.is_bulk(all.len())?;
+        if bulk {
+            crate::search::set_delete_merge(&self.conn(), false)?;
+        }
+        let removed = self.prune_chunks(&all);
+        if bulk {
+            let conn = self.conn();
+            // Back on, whatever became of the pass; then what it deleted leaves the index at once.
+            crate::search::set_delete_merge(&conn, true)?;
+            if removed.is_ok() {
+                crate::search::optimize(&conn)?;
+            }
+        }
+        let purged = removed?;
+        let space = self.space(!purged.is_empty())?;
+        Ok((purged, space))
+    }
+
+    /// Whether removing `n` tasks is a large share of the store (a quarter or more of its tasks,
+    /// and more than one chunk): then the search index's rows are better dropped in one pass at
+    /// the end than segment by segment as they go (see [`crate::search::set_delete_merge`]).
+    fn is_bulk(&self, n: usize) -> Result<bool> {
+        if n <= PURGE_CHUNK {
+            return Ok(false);
+        }
+        let total: i64 = self.conn().query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))?;
+        Ok(n.saturating_mul(4) >= total.max(0) as usize)
+    }
+
+    fn prune_chunks(&self, all: &[Purged]) -> Result<Vec<Purged>> {
         let mut purged = Vec::with_capacity(all.len());
         for chunk in all.chunks(PURGE_CHUNK) {
             let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
@@ -592,8 +622,7 @@ impl Store {
             purged.extend(delete_in(&tx, &still, PurgeReason::Policy)?);
             tx.commit()?;
         }
-        let space = self.space(!purged.is_empty())?;
-        Ok((purged, space))
+        Ok(purged)
     }
 
     /// Gives free pages back (when `vacuum` and the file allows it) and says how the size

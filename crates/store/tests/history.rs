@@ -552,3 +552,43 @@ fn changed_tasks_are_told_apart_by_whether_they_are_in_a_search_now() {
     assert_eq!(matching(&words), sorted(vec![other.id.clone(), elsewhere.id.clone()]));
     assert!(f.store.matching(&words, &[]).unwrap().is_empty());
 }
+
+#[test]
+fn a_prune_of_most_of_the_store_drops_their_words_from_the_index_and_leaves_delete_merge_on() {
+    let f = fixture();
+    let mut made = Vec::new();
+    for i in 0..700 {
+        let t = f.store.create_task(new_task(&format!("m{i}"))).unwrap();
+        made.push(t.id);
+    }
+    let done: Vec<(String, Update)> = made
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let text = format!("uniq{i} {}", "quarterly latency review ".repeat(40));
+            (
+                id.clone(),
+                Update::Completed { result: json!({"content": [{"type": "text", "text": text}]}), server_status: None },
+            )
+        })
+        .collect();
+    for r in f.store.apply_batch(done).unwrap() {
+        r.unwrap();
+    }
+    let index_bytes = |path: &std::path::Path| -> i64 {
+        raw(path).query_row("SELECT sum(length(block)) FROM task_search_data", [], |r| r.get(0)).unwrap()
+    };
+    let before = index_bytes(&f.path);
+
+    let (purged, _) = f.store.prune(&Retention { keep: Some(100), ..Default::default() }).unwrap();
+    assert_eq!(purged.len(), 600);
+    assert!(search(&f.store, "uniq10").is_empty(), "a removed task's word is gone");
+    assert_eq!(search(&f.store, "uniq650"), [made[650].as_str()], "a kept task is found");
+    assert_eq!(search(&f.store, "latency").len(), 100);
+    let after = index_bytes(&f.path);
+    assert!(after < before / 3, "the index dropped the removed rows: {before} -> {after}");
+    let merge: String = raw(&f.path)
+        .query_row("SELECT CAST(v AS TEXT) FROM task_search_config WHERE k = 'deletemerge'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(merge, "10", "delete-merge is back on for the deletes that follow");
+}
