@@ -533,7 +533,7 @@ fn changed_tasks_are_told_apart_by_whether_they_are_in_a_search_now() {
     // The same answer as the pages give, task by task.
     assert_eq!(matching(&words), sorted(search(&f.store, "quokka")));
     let on_demo = TaskQuery { server: Some("demo".into()), ..words.clone() };
-    assert_eq!(matching(&on_demo), [quokka.id.clone()], "the other filters apply too");
+    assert_eq!(matching(&on_demo), [quokka.id.as_str()], "the other filters apply too");
     assert_eq!(matching(&TaskQuery { search: Some("quok*".into()), ..Default::default() }).len(), 2, "a prefix");
     assert!(matching(&TaskQuery { search: Some("= *".into()), ..Default::default() }).is_empty());
     let no_search = TaskQuery { server: Some("demo".into()), ..Default::default() };
@@ -543,7 +543,7 @@ fn changed_tasks_are_told_apart_by_whether_they_are_in_a_search_now() {
     let running = TaskQuery { statuses: vec![TaskStatus::Working], ..words.clone() };
     assert_eq!(matching(&running).len(), 2);
     f.store.apply(&quokka.id, Update::Cancelled { reason: None, server_status: None, server_told: None }).unwrap();
-    assert_eq!(matching(&running), [elsewhere.id.clone()]);
+    assert_eq!(matching(&running), [elsewhere.id.as_str()]);
     complete_with_text(&f.store, &other.id, "A quokka was seen");
     assert_eq!(matching(&words), sorted(vec![quokka.id.clone(), other.id.clone(), elsewhere.id.clone()]));
 
