@@ -13,6 +13,7 @@ import {
   patchCounts,
   patchLoaded,
   pinnedFirst,
+  searchMayMove,
   startOfDay,
   totalOf,
   type Change,
@@ -182,6 +183,17 @@ describe('the loaded pages, patched by live changes', () => {
     const pinned = { ...a, pinned: true, updated_at: at(10) };
     expect(ids(admitMatches(start, [pinned], [], f))).toEqual(['a', 'c', 'b']);
     expect(admitMatches(start, [], ['nobody'], f)).toBe(start);
+  });
+
+  it('only a new task, a status, a question or an answer can move a task in or out of a search', () => {
+    const t = task({ id: 't', status: 'working' });
+    expect(searchMayMove(changed(t, undefined, true))).toBe(true);
+    expect(searchMayMove(changed(t, undefined, false)), 'nothing known of it before').toBe(true);
+    expect(searchMayMove(changed({ ...t, progress: { progress: 3, total: null, message: 'x' } }, t))).toBe(false);
+    expect(searchMayMove(changed({ ...t, status_message: 'later', pinned: true }, t))).toBe(false);
+    expect(searchMayMove(changed({ ...t, status: 'completed' }, t))).toBe(true);
+    const asking = { ...t, status: 'input_required' as const, question: { key: 'a', message: null, kind: 'form' } };
+    expect(searchMayMove(changed({ ...asking, question: { key: 'b', message: null, kind: 'form' } }, asking))).toBe(true);
   });
 
   it('a page appends after the prefix without repeating a task a live change put there', () => {

@@ -184,6 +184,17 @@ export function patchLoaded(
 }
 
 /**
+ * Whether a change can have moved a task into or out of a search: the store indexes a task's words
+ * when it is made, asks, is answered and ends (`crates/store/src/search.rs`), so progress, a
+ * message while it works or a pin leaves it where it was, and the store need not be asked.
+ */
+export function searchMayMove(c: Change): boolean {
+  const { task, before } = c;
+  if (c.isNew || before === undefined) return true;
+  return before.status !== task.status || (before.question?.key ?? null) !== (task.question?.key ?? null);
+}
+
+/**
  * Applies the store's word on changed tasks under a search (`task_matches`): each of `matched` is
  * in the list now and joins where the order puts it (within the prefix, or anywhere in a whole
  * list), or, already there, keeps whichever record is newer; each of `unmatched` is not, and

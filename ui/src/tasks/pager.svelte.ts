@@ -19,6 +19,7 @@ import {
   NO_COUNTS,
   patchLoaded,
   pinnedFirst,
+  searchMayMove,
   totalOf,
   type Change,
   type Loaded,
@@ -88,7 +89,7 @@ export class TaskPager {
   /** Changed tasks under a search whose membership the store is to be asked about, latest record each. */
   #toAsk = new Map<string, TaskSummary>();
   /** The question on its way (one at a time, so a burst of changes makes few of them). */
-  #asking: ReadonlyMap<string, TaskSummary> | null = null;
+  #asking: Map<string, TaskSummary> | null = null;
   /** Tasks of the question on its way that changed or went since it was sent: its answer on them is old. */
   #stale = new Set<string>();
 
@@ -217,19 +218,30 @@ export class TaskPager {
   }
 
   #apply(changes: readonly Change[], deleted: readonly Purged[]): void {
+    const search = hasSearch(this.filter);
+    // What the list showed of a task the engine store did not hold (a row a page brought).
+    const shown = search ? new Map(this.loaded.items.map((t) => [t.id, t])) : null;
     const { loaded, exact } = patchLoaded(this.loaded, changes, deleted, this.filter);
     this.loaded = loaded;
     const moved = changes.some((c) => c.isNew || (c.before !== undefined && c.before.status !== c.task.status));
     if (!exact || moved || deleted.length > 0) this.#scheduleRecount();
-    if (hasSearch(this.filter)) this.#ask(changes, deleted);
+    if (shown !== null) this.#ask(changes.map((c) => (c.before === undefined && !c.isNew ? { ...c, before: shown.get(c.task.id) } : c)), deleted);
   }
 
   /**
    * Under a search, asks the store which of the changed tasks are in the list now. A task the
-   * filter's other parts already rule out is out, and was taken out by `patchLoaded`.
+   * filter's other parts already rule out is out, and was taken out by `patchLoaded`. A task that
+   * changed again while asked about is asked about again: the answer on its way is old.
    */
   #ask(changes: readonly Change[], deleted: readonly Purged[]): void {
-    for (const { task } of changes) {
+    for (const change of changes) {
+      const { task } = change;
+      if (!searchMayMove(change)) {
+        // Nothing the search reads changed: a question about it still holds, with this record.
+        if (this.#toAsk.has(task.id)) this.#toAsk.set(task.id, task);
+        if (this.#asking?.has(task.id)) this.#asking.set(task.id, task);
+        continue;
+      }
       if (this.#asking?.has(task.id)) this.#stale.add(task.id);
       if (matchesFilter(task, this.filter) === false) this.#toAsk.delete(task.id);
       else this.#toAsk.set(task.id, task);

@@ -74,10 +74,12 @@ describe('a search kept true by live changes', () => {
 
   it('a task that no longer matches leaves, and a filter the row itself fails needs no question', async () => {
     const { source, store, pager, ids } = setUp(filterOf('all', null, 'quokka'));
-    await store.answerPage([found]);
-    source.apply(batch({ tasks: [{ ...found, status_message: 'renamed', updated_at: at(9) }] }));
-    await store.answerMatches([]);
-    expect(ids()).toEqual([]);
+    const asking = task({ id: 'asking', created_at: at(2), status: 'input_required', question: { key: 'q1', message: 'Quokka?', kind: 'form' } });
+    await store.answerPage([asking, found]);
+    // Answered: the question's words are no longer the task's.
+    source.apply(batch({ tasks: [{ ...asking, status: 'working', question: null, updated_at: at(9) }] }));
+    await store.answerMatches(['found']);
+    expect(ids()).toEqual(['found']);
 
     const active = setUp(filterOf('active', null, 'quokka'));
     const running = task({ id: 'run', created_at: at(2) });
@@ -94,12 +96,32 @@ describe('a search kept true by live changes', () => {
     await store.answerPage([]);
     const t = task({ id: 't', created_at: at(3) });
     source.apply(batch({ tasks: [t] }));
-    // It changes while the store is asked about it: that answer is old.
-    source.apply(batch({ tasks: [{ ...t, status_message: 'later', updated_at: at(8) }] }));
+    // It ends while the store is asked about it: that answer is old.
+    source.apply(batch({ tasks: [{ ...t, status: 'completed', updated_at: at(8) }] }));
     await store.answerMatches(['t']);
     expect(ids()).toEqual([]);
     expect(await store.answerMatches(['t'])).toEqual(['t']);
-    expect(pager.loaded.items[0]?.status_message).toBe('later');
+    expect(pager.loaded.items[0]?.status).toBe('completed');
+    pager.dispose();
+  });
+
+  it('progress and messages of a task change nothing the search reads: no question, and one on its way still holds', async () => {
+    const { source, store, pager, ids } = setUp(filterOf('all', null, 'quokka'));
+    await store.answerPage([]);
+    const shown = task({ id: 'shown', created_at: at(2) });
+    source.apply(batch({ tasks: [shown] }));
+    await store.answerMatches(['shown']);
+    source.apply(batch({ tasks: [{ ...shown, progress: { progress: 1, total: 2, message: null }, updated_at: at(5) }] }));
+    expect(store.asked).toEqual([]);
+    expect(pager.loaded.items[0]?.progress?.progress).toBe(1);
+
+    const t = task({ id: 't', created_at: at(3) });
+    source.apply(batch({ tasks: [t] }));
+    source.apply(batch({ tasks: [{ ...t, status_message: 'halfway', updated_at: at(8) }] }));
+    expect(await store.answerMatches(['t'])).toEqual(['t']);
+    expect(ids()).toEqual(['t', 'shown']);
+    expect(pager.loaded.items[0]?.status_message, 'the newer record joins').toBe('halfway');
+    expect(store.asked).toEqual([]);
     pager.dispose();
   });
 
@@ -116,11 +138,11 @@ describe('a search kept true by live changes', () => {
 
   it('a change that comes while a page is on its way is asked about once it is in, and takes out the row the page brought', async () => {
     const { source, store, pager, ids } = setUp(filterOf('all', null, 'quokka'));
-    const stale = task({ id: 's', created_at: at(4), status: 'completed' });
+    const stale = task({ id: 's', created_at: at(4), status: 'input_required', question: { key: 'q', message: 'Quokka or wombat?', kind: 'form' } });
     await store.answerPage([stale]);
-    // The search changes and its first page is asked for; a change comes in between.
+    // The search changes and its first page is asked for; the question is answered in between.
     pager.setFilter(filterOf('all', null, 'quokka wombat'));
-    source.apply(batch({ tasks: [{ ...stale, status_message: 'no longer', updated_at: at(9) }] }));
+    source.apply(batch({ tasks: [{ ...stale, status: 'working', question: null, updated_at: at(9) }] }));
     // The page was read before the task stopped matching: it still holds it.
     await store.answerPage([stale]);
     expect(await store.answerMatches([])).toEqual(['s']);
