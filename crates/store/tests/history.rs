@@ -482,6 +482,24 @@ fn a_new_store_gives_pruned_space_back_to_the_file_system() {
     assert!(space.incremental);
     assert!(space.bytes_after < before / 4, "{space:?} from {before}");
     assert!(std::fs::metadata(&f.path).unwrap().len() < before / 4);
+    // Most of the file was free, so it was rebuilt: what is kept reads as before.
+    let removed = ids(&purged, |p| &p.id);
+    let (listed, _) = page(&f.store, &TaskQuery::default(), None, 10);
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|id| !removed.contains(id)));
+    assert_eq!(search(&f.store, "lorem"), listed, "found by its words, newest first");
+    assert!(f.store.get(&listed[0]).unwrap().result.is_some());
+
+    // A third more of what is left: given back page by page.
+    for i in 0..4 {
+        let t = f.store.create_task(new_task(&format!("c{i}"))).unwrap();
+        complete_with_text(&f.store, &t.id, &big);
+    }
+    let before = f.store.space(false).unwrap().bytes_after;
+    let (purged, space) = f.store.prune(&Retention { keep: Some(4), ..Default::default() }).unwrap();
+    assert_eq!(purged.len(), 2);
+    assert!(space.bytes_after < before * 3 / 4, "{space:?} from {before}");
+    assert_eq!(search(&f.store, "lorem").len(), 4);
 }
 
 #[test]
