@@ -352,7 +352,7 @@ if PRUNE:
         f"**Prune**: a store of {PRUNE_TASKS} finished tasks seeded by `taskdeck-bench history-store` (results "
         f"of a few KB, every {PRUNE_LARGE_EVERY}th about 1 MB; {r['seed'].get('seconds')} s to seed), then "
         f"`{r['workload']['command']}` timed whole, as a user runs it (process start, lock, deletes in chunks "
-        f"with their purge lines, incremental vacuum).",
+        f"with their purge lines, the index merged, space given back).",
         "",
         "| | tasks | events | file | pages in use / free | |",
         "| --- | ---: | ---: | ---: | --- | --- |",
