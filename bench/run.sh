@@ -8,10 +8,13 @@
 #   BENCH_CONCURRENCY (10)                      BENCH_RESUME_SIZES ("10000 20000")
 #   BENCH_ERAS ("legacy modern")  eras the engine and the bare client speak (the Inspector speaks legacy)
 #   BENCH_ROUNDS (3)   rounds of every lifecycle run; the summary takes each client's median
-#   BENCH_ONLY (all)   `stdio` for the stdio lifecycles, progress and resume; `http` for the HTTP part
+#   BENCH_ONLY (all)   `stdio` for the stdio lifecycles, progress and resume; `http` for the HTTP part;
+#                      `prune` for retention on a big store (needs no Inspector)
 #   BENCH_HTTP_CALLS (2000)  plain tools/call round trips per client at c=1 over HTTP
 #   BENCH_HTTP_TASKS, BENCH_HTTP_LEGACY_TASKS, BENCH_HTTP_POLL_MS  the HTTP lifecycles' sizes and
 #                      pollIntervals (default: BENCH_TASKS, BENCH_LEGACY_TASKS, BENCH_POLL_MS)
+#   BENCH_PRUNE_TASKS (100000)  finished tasks seeded for `prune`   BENCH_PRUNE_KEEP (10000)  how many it keeps
+#   BENCH_PRUNE_LARGE_EVERY (1000)  every N-th seeded result is about 1 MB (0: none)
 set -euo pipefail
 
 BIN=$(cd "${1:?BIN_DIR}" && pwd)
@@ -32,16 +35,19 @@ HTTP_CALLS=${BENCH_HTTP_CALLS:-2000}
 HTTP_TASKS=${BENCH_HTTP_TASKS:-$TASKS}
 HTTP_LEGACY_TASKS=${BENCH_HTTP_LEGACY_TASKS:-$LEGACY_TASKS}
 HTTP_POLLS=${BENCH_HTTP_POLL_MS:-$POLLS}
+PRUNE_TASKS=${BENCH_PRUNE_TASKS:-100000}
+PRUNE_KEEP=${BENCH_PRUNE_KEEP:-10000}
+PRUNE_LARGE_EVERY=${BENCH_PRUNE_LARGE_EVERY:-1000}
 case "$ONLY" in
-  all | stdio | http) ;;
-  *) echo "bench: BENCH_ONLY must be all, stdio or http, not $ONLY" >&2; exit 2 ;;
+  all | stdio | http | prune) ;;
+  *) echo "bench: BENCH_ONLY must be all, stdio, http or prune, not $ONLY" >&2; exit 2 ;;
 esac
 INSPECTOR="$HERE/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 
 for b in taskdeck-cli taskdeck-demo-server taskdeck-bench; do
   [ -x "$BIN/$b" ] || { echo "bench: $BIN/$b is missing; build it with --release" >&2; exit 1; }
 done
-[ -f "$INSPECTOR" ] || { echo "bench: the Inspector is not installed; run npm ci in bench/" >&2; exit 1; }
+[ "$ONLY" = prune ] || [ -f "$INSPECTOR" ] || { echo "bench: the Inspector is not installed; run npm ci in bench/" >&2; exit 1; }
 
 # Read before HOME moves: rustup finds its toolchains through it.
 export BENCH_RUSTC_VERSION=$(rustc --version 2>/dev/null || echo unknown)
@@ -103,7 +109,7 @@ lifecycles() {
       "$BIN/taskdeck-demo-server" --state "$d/state" --poll-interval-ms "$POLL_MS" > "$OUT/$name-inspector-r$r.json"
   done
 }
-if [ "$ONLY" != http ]; then
+if [ "$ONLY" = all ] || [ "$ONLY" = stdio ]; then
   for poll in $POLLS; do
     lifecycles count count '{"n":1,"delay_ms":0}' "$poll"
     lifecycles report generate_report '{"topic":"bench","seconds":0}' "$poll"
@@ -193,7 +199,7 @@ http_runs() {
   done
 }
 
-if [ "$ONLY" != stdio ]; then
+if [ "$ONLY" = all ] || [ "$ONLY" = http ]; then
   # `notes_search` never runs as a task (taskSupport forbidden), so every client sends one plain
   # tools/call and waits for its answer: the round trip, one at a time.
   http_runs http-call notes_search '{"query":"deploy"}' "$HTTP_CALLS" "$HTTP_CALLS" 1 1000
@@ -204,8 +210,56 @@ if [ "$ONLY" != stdio ]; then
   done
 fi
 
+# What the file says of itself, read before and after the prune: its size on disk (and its WAL's),
+# pages in use and free, and how many tasks it holds. Read-only, so reading changes nothing.
+store_facts() {
+  python3 - "$1" <<'PY'
+import json, os, sqlite3, sys
+path = sys.argv[1]
+size = lambda p: os.path.getsize(p) if os.path.exists(p) else 0
+facts = {"file_bytes": size(path), "wal_bytes": size(path + "-wal")}
+db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+for pragma in ("page_size", "page_count", "freelist_count", "auto_vacuum"):
+    facts[pragma] = db.execute(f"PRAGMA {pragma}").fetchone()[0]
+facts["tasks"] = db.execute("SELECT count(*) FROM tasks").fetchone()[0]
+facts["events"] = db.execute("SELECT count(*) FROM task_events").fetchone()[0]
+db.close()
+print(json.dumps(facts))
+PY
+}
+
+# Retention on a big store (issue 13: "prune of 90,000 tasks under 10 s and the file shrinks"): a
+# store of finished tasks seeded through the store's own API (results of a few KB, every
+# BENCH_PRUNE_LARGE_EVERY-th about 1 MB), then `taskdeck-cli prune --keep N` as a user runs it, timed
+# whole (the process, its lock, the deletes, the vacuum), with the file read before and after.
+if [ "$ONLY" = all ] || [ "$ONLY" = prune ]; then
+  d="$WORK/prune"
+  mkdir -p "$d/data"
+  # No server: prune starts none, and no config of the user's is read.
+  echo '{"mcpServers": {}}' > "$d/servers.json"
+  step "prune: seeding $PRUNE_TASKS finished tasks (every ${PRUNE_LARGE_EVERY}th result about 1 MB)"
+  "$BIN/taskdeck-bench" history-store --data-dir "$d/data" --tasks "$PRUNE_TASKS" \
+    --large-every "$PRUNE_LARGE_EVERY" > "$OUT/prune-seed.json"
+  store_facts "$d/data/taskdeck.sqlite3" > "$OUT/prune-before.json"
+  step "prune: taskdeck-cli prune --keep $PRUNE_KEEP"
+  t0=$(date +%s%N)
+  "$BIN/taskdeck-cli" --config "$d/servers.json" --data-dir "$d/data" prune --keep "$PRUNE_KEEP" --json \
+    > "$d/report.json"
+  t1=$(date +%s%N)
+  store_facts "$d/data/taskdeck.sqlite3" > "$OUT/prune-after.json"
+  # The report lists every task removed; the summary needs how many and the space it says.
+  python3 - "$d/report.json" "$(( (t1 - t0) / 1000000 ))" > "$OUT/prune.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+print(json.dumps({"wall_ms": int(sys.argv[2]), "removed": len(report["removed"]), "space": report["space"]}))
+PY
+fi
+
 step "summary"
+INSPECTOR_VERSION=none
+[ -f "$INSPECTOR" ] && INSPECTOR_VERSION=$(node -e 'console.log(require(process.argv[1]).version)' \
+  "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")
+BENCH_PRUNE_TASKS="$PRUNE_TASKS" BENCH_PRUNE_KEEP="$PRUNE_KEEP" BENCH_PRUNE_LARGE_EVERY="$PRUNE_LARGE_EVERY" \
 BENCH_ERAS="$ERAS" BENCH_ROUNDS="$ROUNDS" BENCH_LEGACY_TASKS="$LEGACY_TASKS" BENCH_ONLY="$ONLY" \
   BENCH_HTTP_CALLS="$HTTP_CALLS" BENCH_HTTP_TASKS="$HTTP_TASKS" BENCH_HTTP_LEGACY_TASKS="$HTTP_LEGACY_TASKS" \
-  BENCH_HTTP_POLL_MS="$HTTP_POLLS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" \
-  "$(node -e 'console.log(require(process.argv[1]).version)' "$HERE/node_modules/@modelcontextprotocol/inspector/package.json")"
+  BENCH_HTTP_POLL_MS="$HTTP_POLLS" python3 "$HERE/summarize.py" "$OUT" "$TASKS" "$CONC" "$POLLS" "$INSPECTOR_VERSION"

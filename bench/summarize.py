@@ -13,9 +13,14 @@ POLLS = [int(p) for p in polls.split()]
 ERAS = os.environ.get("BENCH_ERAS", "legacy modern").split()
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
 LEGACY_TASKS = int(os.environ.get("BENCH_LEGACY_TASKS", tasks))
-# Which parts ran: `all`, `stdio` (lifecycles, progress, resume) or `http`.
+# Which parts ran: `all`, `stdio` (lifecycles, progress, resume), `http` or `prune`.
 ONLY = os.environ.get("BENCH_ONLY", "all")
-STDIO, HTTP = ONLY in ("all", "stdio"), ONLY in ("all", "http")
+STDIO, HTTP, PRUNE = ONLY in ("all", "stdio"), ONLY in ("all", "http"), ONLY in ("all", "prune")
+PRUNE_TASKS = int(os.environ.get("BENCH_PRUNE_TASKS", "100000"))
+PRUNE_KEEP = int(os.environ.get("BENCH_PRUNE_KEEP", "10000"))
+PRUNE_LARGE_EVERY = int(os.environ.get("BENCH_PRUNE_LARGE_EVERY", "1000"))
+# The prune target (issue 13): 90,000 tasks removed in under 10 s, and the file shrinks.
+PRUNE_TARGET_S = 10
 HTTP_CALLS = int(os.environ.get("BENCH_HTTP_CALLS", "0") or 0)
 HTTP_TASKS = int(os.environ.get("BENCH_HTTP_TASKS", tasks))
 HTTP_LEGACY_TASKS = int(os.environ.get("BENCH_HTTP_LEGACY_TASKS", LEGACY_TASKS))
@@ -158,6 +163,27 @@ if HTTP:
         "lifecycles": {f"{name}-poll{p}-{era}": http_lifecycles(name, tool, args, p, era)
                        for p in HTTP_POLLS for name, tool, args, _ in WORKLOADS for era in ERAS},
     }
+if PRUNE:
+    seed, before, after, pruned = load("prune-seed"), load("prune-before"), load("prune-after"), load("prune")
+    seconds = round(pruned["wall_ms"] / 1000, 2)
+    results["prune"] = {
+        "workload": {"tasks": PRUNE_TASKS, "keep": PRUNE_KEEP, "large_every": PRUNE_LARGE_EVERY,
+                     "command": f"taskdeck-cli prune --keep {PRUNE_KEEP} --json"},
+        "seed": seed,
+        "before": before,
+        "after": after,
+        "removed": pruned["removed"],
+        "seconds": seconds,
+        "space_reported": pruned["space"],
+        "file_ratio_after_vs_before": ratio(after["file_bytes"], before["file_bytes"]),
+        "targets": {"seconds": PRUNE_TARGET_S, "file_shrinks": True, "remaining": PRUNE_KEEP},
+        "met": {
+            "seconds": seconds < PRUNE_TARGET_S,
+            "file_shrinks": after["file_bytes"] < before["file_bytes"],
+            "remaining": after["tasks"] == min(PRUNE_KEEP, PRUNE_TASKS),
+        },
+    }
+
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=2)
     f.write("\n")
@@ -329,6 +355,30 @@ if HTTP:
             vb = r["ratio_engine_vs_bare"]
             md.append(f"| `count` lifecycles/s, c=10, {p} ms | {era} | ({r['ratio_engine_vs_inspector']}x, "
                       f"against plain calls) | | {vb}x | {met(vb, tb)} | {r['ratio_engine_vs_floor']}x |")
+
+if PRUNE:
+    r = results["prune"]
+    b, a, m = r["before"], r["after"], r["met"]
+    mib = lambda n: f"{n / (1 << 20):.1f} MiB"
+    yes = lambda ok: "met" if ok else "**missed**"
+    md += [
+        "",
+        f"**Prune**: a store of {PRUNE_TASKS} finished tasks seeded by `taskdeck-bench history-store` (results "
+        f"of a few KB, every {PRUNE_LARGE_EVERY}th about 1 MB; {r['seed'].get('seconds')} s to seed), then "
+        f"`{r['workload']['command']}` timed whole, as a user runs it (process start, lock, deletes in chunks "
+        f"with their purge lines, the index merged, space given back).",
+        "",
+        "| | tasks | events | file | pages in use / free | |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
+        f"| before | {b['tasks']} | {b['events']} | {mib(b['file_bytes'])} | "
+        f"{b['page_count'] - b['freelist_count']} / {b['freelist_count']} | |",
+        f"| after | {a['tasks']} | {a['events']} | {mib(a['file_bytes'])} ({r['file_ratio_after_vs_before']}x) | "
+        f"{a['page_count'] - a['freelist_count']} / {a['freelist_count']} | "
+        f"file shrinks: {yes(m['file_shrinks'])}; {PRUNE_KEEP} remain: {yes(m['remaining'])} |",
+        "",
+        f"Removed {r['removed']} tasks in **{r['seconds']} s** (target under {PRUNE_TARGET_S} s: "
+        f"{yes(m['seconds'])}).",
+    ]
 
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=2)

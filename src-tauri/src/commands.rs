@@ -596,6 +596,17 @@ pub fn search_snippets(
     crate::history::snippets(engine(&state)?.store(), &ids, &search)
 }
 
+/// Which of these tasks (just changed) are in the list under `filter` now: how the list keeps a
+/// search true as tasks come to match it or stop.
+#[tauri::command]
+pub fn task_matches(
+    state: State<'_, AppState>,
+    filter: crate::history::TaskFilter,
+    ids: Vec<String>,
+) -> Result<Vec<String>> {
+    crate::history::matching(engine(&state)?.store(), &filter, &ids)
+}
+
 /// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its
 /// real status, or cancelled first when `force`. Every window learns of it from the engine's
 /// `Deleted` event. Returns how many were deleted (or, with `dry_run`, would be).

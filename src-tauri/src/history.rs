@@ -17,6 +17,8 @@ use crate::commands::CommandError;
 pub const MAX_PAGE: usize = 2000;
 /// The most ids one snippet request looks at: the rows on screen.
 pub const MAX_SNIPPETS: usize = 200;
+/// The most ids one membership request looks at: a frame's worth of changed tasks.
+pub const MAX_MATCHES: usize = 2000;
 
 /// Which tasks the list shows. Every field narrows; the default is every task.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -120,6 +122,19 @@ pub fn page(
             (None, _) => return Ok(TaskPage { items, next: None }),
         }
     }
+}
+
+/// Which of `ids` (tasks that just changed) are in the list under `filter` now, by the same rules
+/// as [`page`]: a search for a task's id admits that task only. The list is patched from the
+/// answer, so a task that came to match a search joins it and one that no longer does leaves.
+/// At most [`MAX_MATCHES`] ids are looked at.
+pub fn matching(store: &Store, filter: &TaskFilter, ids: &[String]) -> Result<Vec<String>, CommandError> {
+    let ids = &ids[..ids.len().min(MAX_MATCHES)];
+    let query = filter.query()?;
+    if let Some(found) = by_id(store, &query)? {
+        return Ok(ids.iter().filter(|id| **id == found.id).cloned().collect());
+    }
+    store.matching(&query, ids).map_err(|e| CommandError::from(taskdeck_engine::EngineError::from(e)))
 }
 
 /// A search that is one word shaped like a task id (8 or more hex digits and dashes, as the
@@ -497,6 +512,31 @@ mod tests {
         let other_server =
             TaskFilter { search: Some(short), server: Some("elsewhere".into()), ..TaskFilter::default() };
         assert!(page(&store, &other_server, None, 50).unwrap().items.is_empty(), "the other filters still apply");
+    }
+
+    #[test]
+    fn a_task_that_came_to_match_a_search_is_told_to_be_in_its_list() {
+        let (_dir, store, ids) = store_with(3);
+        store
+            .apply(
+                &ids[1],
+                taskdeck_store::Update::Completed {
+                    result: serde_json::json!({"content": [{"type": "text", "text": "quokka sighted"}]}),
+                    server_status: None,
+                },
+            )
+            .unwrap();
+        let search = TaskFilter { search: Some("quokka".into()), ..TaskFilter::default() };
+        assert_eq!(matching(&store, &search, &ids).unwrap(), [ids[1].clone()]);
+        let listed: Vec<String> = page(&store, &search, None, 50).unwrap().items.into_iter().map(|t| t.id).collect();
+        assert_eq!(listed, [ids[1].clone()], "the same answer as the page");
+        let failed = TaskFilter { statuses: vec![TaskStatus::Failed], ..search };
+        assert!(matching(&store, &failed, &ids).unwrap().is_empty());
+        // A search by id admits that task only, as the page does.
+        let short: String = ids[2].chars().take(8).collect();
+        let by_id = TaskFilter { search: Some(short), ..TaskFilter::default() };
+        assert_eq!(matching(&store, &by_id, &ids).unwrap(), [ids[2].clone()]);
+        assert_eq!(matching(&store, &TaskFilter::default(), &ids).unwrap().len(), 3);
     }
 
     #[test]

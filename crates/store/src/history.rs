@@ -194,6 +194,55 @@ impl Store {
         })
     }
 
+    /// Which of `ids` are in the query's list now (the search included), in no order; unknown ids
+    /// are in none. What a front end asks when tasks it was told about changed under a search it
+    /// shows: each task is looked at by its id, the search tested against that one task's row of
+    /// the index (FTS5 with its rowid given), so the cost is per task asked about, not per match.
+    pub fn matching(&self, query: &TaskQuery, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let search = query.search.as_deref().filter(|s| !s.trim().is_empty());
+        let fts = match search {
+            Some(text) => match crate::search::fts_query(text) {
+                Some(fts) => Some(fts),
+                // Words that cannot match anything match nothing, as in a page.
+                None => return Ok(Vec::new()),
+            },
+            None => None,
+        };
+        let plain = TaskQuery { search: None, ..query.clone() };
+        let Some(clause) = Clause::of(&plain, true)? else { return Ok(Vec::new()) };
+        let conn = self.conn();
+        // One task at a time, so no statement's size depends on how many were asked about.
+        let mut admitted = conn.prepare(&format!(
+            "SELECT r.row FROM tasks AS t LEFT JOIN task_search_rows AS r ON r.task_id = t.id \
+             WHERE t.id = ?{} AND {}",
+            clause.params.len() + 1,
+            clause.sql
+        ))?;
+        let mut hit = conn.prepare_cached("SELECT 1 FROM task_search WHERE task_search MATCH ?1 AND rowid = ?2")?;
+        let mut out = Vec::new();
+        for id in ids {
+            let mut params = clause.params.clone();
+            params.push(SqlValue::Text(id.clone()));
+            let Some(row) = admitted.query_row(params_from_iter(params), |r| r.get::<_, Option<i64>>(0)).optional()?
+            else {
+                continue;
+            };
+            let found = match (&fts, row) {
+                (None, _) => true,
+                // A task without a row in the index holds no words.
+                (Some(_), None) => false,
+                (Some(fts), Some(row)) => hit.query_row(rusqlite::params![fts, row], |_| Ok(())).optional()?.is_some(),
+            };
+            if found {
+                out.push(id.clone());
+            }
+        }
+        Ok(out)
+    }
+
     /// Tasks per status under the query (its statuses aside), counted in SQL.
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
         let conn = self.conn();
@@ -468,6 +517,10 @@ const TASK_BYTES: &str = "(octet_length(t.arguments) + coalesce(octet_length(t.r
      + coalesce(octet_length(t.question), 0) + coalesce(octet_length(t.answer), 0) \
      + (SELECT coalesce(sum(octet_length(e.data)), 0) FROM task_events AS e WHERE e.task_id = t.id))";
 
+/// Free pages from which, when they are half the file or more, space is given back by rebuilding
+/// the file rather than page by page (see [`Store::space`]); below it either is quick.
+const FULL_VACUUM_PAGES: i64 = 1000;
+
 /// Tasks removed per transaction in a retention pass, so that a long pass never holds the writer
 /// for long: the engine's own writes go in between.
 const PURGE_CHUNK: usize = 500;
@@ -502,10 +555,15 @@ impl Store {
     /// call.
     pub fn delete_tasks(&self, ids: &[String], why: PurgeReason) -> Result<Vec<Purged>> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        let purged = delete_in(&tx, ids, why)?;
-        tx.commit()?;
-        Ok(purged)
+        let saved = Deleting::begin(&conn)?;
+        let done = (|| {
+            let tx = conn.transaction()?;
+            let purged = delete_in(&tx, ids, why)?;
+            tx.commit()?;
+            Ok(purged)
+        })();
+        saved.end(&conn)?;
+        done
     }
 
     /// What [`Store::prune`] would remove now, newest first.
@@ -521,6 +579,38 @@ impl Store {
             return Ok((Vec::new(), self.space(false)?));
         }
         let all = self.prune_candidates(rule)?;
+        let bulk = self.is_bulk(all.len())?;
+        if bulk {
+            crate::search::set_delete_merge(&self.conn(), false)?;
+        }
+        let saved = Deleting::begin(&self.conn())?;
+        let removed = self.prune_chunks(&all);
+        saved.end(&self.conn())?;
+        if bulk {
+            let conn = self.conn();
+            // Back on, whatever became of the pass; then what it deleted leaves the index at once.
+            crate::search::set_delete_merge(&conn, true)?;
+            if removed.is_ok() {
+                crate::search::optimize(&conn)?;
+            }
+        }
+        let purged = removed?;
+        let space = self.space(!purged.is_empty())?;
+        Ok((purged, space))
+    }
+
+    /// Whether removing `n` tasks is a large share of the store (a quarter or more of its tasks,
+    /// and more than one chunk): then the search index's rows are better dropped in one pass at
+    /// the end than segment by segment as they go (see [`crate::search::set_delete_merge`]).
+    fn is_bulk(&self, n: usize) -> Result<bool> {
+        if n <= PURGE_CHUNK {
+            return Ok(false);
+        }
+        let total: i64 = self.conn().query_row("SELECT count(*) FROM tasks", [], |r| r.get(0))?;
+        Ok(n.saturating_mul(4) >= total.max(0) as usize)
+    }
+
+    fn prune_chunks(&self, all: &[Purged]) -> Result<Vec<Purged>> {
         let mut purged = Vec::with_capacity(all.len());
         for chunk in all.chunks(PURGE_CHUNK) {
             let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
@@ -543,8 +633,7 @@ impl Store {
             purged.extend(delete_in(&tx, &still, PurgeReason::Policy)?);
             tx.commit()?;
         }
-        let space = self.space(!purged.is_empty())?;
-        Ok((purged, space))
+        Ok(purged)
     }
 
     /// Gives free pages back (when `vacuum` and the file allows it) and says how the size
@@ -558,12 +647,21 @@ impl Store {
         let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         let bytes_before = size();
         if vacuum && incremental {
-            // Each step of the pragma frees pages; it is done only when stepped to the end.
-            let mut st = conn.prepare("PRAGMA incremental_vacuum")?;
-            let mut rows = st.query([])?;
-            while rows.next()?.is_some() {}
-            drop(rows);
-            drop(st);
+            let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
+            let free: i64 = conn.query_row("PRAGMA freelist_count", [], |r| r.get(0))?;
+            // The incremental vacuum moves the file's last pages into free ones one at a time, and
+            // each move searches the free list: when most of the file is free (a prune of most of
+            // the store) that grows with the square of the free pages (8 s of a 90,000-task prune
+            // against half a second to rebuild). A VACUUM rebuilds the file from what is kept, so
+            // it costs what remains. It can fail where the incremental one does not (it needs room
+            // for a copy of what is kept), and then the incremental one gives the pages back.
+            let rebuilt = free * 2 >= pages && free >= FULL_VACUUM_PAGES && conn.execute_batch("VACUUM").is_ok();
+            if !rebuilt {
+                // Each step of the pragma frees pages; it is done only when stepped to the end.
+                let mut st = conn.prepare("PRAGMA incremental_vacuum")?;
+                let mut rows = st.query([])?;
+                while rows.next()?.is_some() {}
+            }
             let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
         Ok(Space { incremental, bytes_before, bytes_after: size() })
@@ -618,6 +716,40 @@ impl Store {
         lines.retain(|l| l.seq < before);
         lines.reverse();
         Ok(lines)
+    }
+}
+
+/// The connection's settings for deleting tasks, and what they were before, put back after. A
+/// statement that removes a task journals every page it frees (a result's overflow pages among
+/// them) so that it can be undone alone; past 64 KiB SQLite spills that journal to a temporary
+/// file, which a prune of most of a store wrote more than ten times the store's size to. In
+/// memory it is bounded by one task's pages. A larger page cache keeps a chunk's pages from
+/// being spilled to the WAL and read back mid-transaction.
+struct Deleting {
+    temp_store: i64,
+    cache_size: i64,
+}
+
+/// The page cache while deleting, in KiB (SQLite's negative `cache_size`).
+const DELETING_CACHE_KIB: i64 = 32 * 1024;
+
+impl Deleting {
+    fn begin(conn: &Connection) -> Result<Deleting> {
+        let saved = Deleting {
+            temp_store: conn.query_row("PRAGMA temp_store", [], |r| r.get(0))?,
+            cache_size: conn.query_row("PRAGMA cache_size", [], |r| r.get(0))?,
+        };
+        conn.execute_batch(&format!("PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{DELETING_CACHE_KIB};"))?;
+        Ok(saved)
+    }
+
+    fn end(self, conn: &Connection) -> Result<()> {
+        conn.execute_batch(&format!(
+            "PRAGMA temp_store = {}; PRAGMA cache_size = {};",
+            self.temp_store.clamp(0, 2),
+            self.cache_size
+        ))?;
+        Ok(())
     }
 }
 

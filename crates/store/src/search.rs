@@ -54,6 +54,29 @@ pub(crate) fn remove(conn: &Connection, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// FTS5's own default for `deletemerge`: a segment is rewritten once a tenth of its rows are
+/// deleted.
+const DELETE_MERGE_DEFAULT: i64 = 10;
+
+/// Turns FTS5's delete-merge off or back on (to its default). While it is on, every commit that
+/// deletes rows rewrites each segment in which a tenth of the rows are now deleted, so removing
+/// most of the index in chunks rewrites the same segments over and over: half a large prune's
+/// time. A large prune turns it off for its pass and then [`optimize`]s once. A process that dies
+/// in between leaves it off, which costs space in the index only (deleted rows are still dropped
+/// when segments merge as new rows come), until the next large prune puts it back.
+pub(crate) fn set_delete_merge(conn: &Connection, on: bool) -> Result<()> {
+    let value = if on { DELETE_MERGE_DEFAULT } else { 0 };
+    conn.prepare_cached("INSERT INTO task_search (task_search, rank) VALUES ('deletemerge', ?1)")?.execute([value])?;
+    Ok(())
+}
+
+/// Merges the index into one segment, leaving out every row deleted: after a large prune, what
+/// gives the index's share of the file back.
+pub(crate) fn optimize(conn: &Connection) -> Result<()> {
+    conn.execute("INSERT INTO task_search (task_search) VALUES ('optimize')", [])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::fts_query;

@@ -482,6 +482,24 @@ fn a_new_store_gives_pruned_space_back_to_the_file_system() {
     assert!(space.incremental);
     assert!(space.bytes_after < before / 4, "{space:?} from {before}");
     assert!(std::fs::metadata(&f.path).unwrap().len() < before / 4);
+    // Most of the file was free, so it was rebuilt: what is kept reads as before.
+    let removed = ids(&purged, |p| &p.id);
+    let (listed, _) = page(&f.store, &TaskQuery::default(), None, 10);
+    assert_eq!(listed.len(), 2);
+    assert!(listed.iter().all(|id| !removed.contains(id)));
+    assert_eq!(search(&f.store, "lorem"), listed, "found by its words, newest first");
+    assert!(f.store.get(&listed[0]).unwrap().result.is_some());
+
+    // A third more of what is left: given back page by page.
+    for i in 0..4 {
+        let t = f.store.create_task(new_task(&format!("c{i}"))).unwrap();
+        complete_with_text(&f.store, &t.id, &big);
+    }
+    let before = f.store.space(false).unwrap().bytes_after;
+    let (purged, space) = f.store.prune(&Retention { keep: Some(4), ..Default::default() }).unwrap();
+    assert_eq!(purged.len(), 2);
+    assert!(space.bytes_after < before * 3 / 4, "{space:?} from {before}");
+    assert_eq!(search(&f.store, "lorem").len(), 4);
 }
 
 #[test]
@@ -509,4 +527,86 @@ fn the_newest_purge_lines_come_first_and_page_back_in_time() {
     let got: Vec<&str> = older.iter().map(|l| l.task_id.as_str()).collect();
     assert_eq!(got, [ids[2].as_str(), ids[1].as_str(), ids[0].as_str()]);
     assert!(f.store.purge_log_newest(Some(older[2].seq), 10).unwrap().is_empty());
+}
+
+#[test]
+fn changed_tasks_are_told_apart_by_whether_they_are_in_a_search_now() {
+    let f = fixture();
+    let quokka = f.store.create_task(with("generate_report", "demo", "a", json!({"topic": "quokka"}))).unwrap();
+    let other = f.store.create_task(with("generate_report", "demo", "b", json!({"topic": "wombat"}))).unwrap();
+    let elsewhere = f.store.create_task(with("generate_report", "remote", "c", json!({"topic": "quokka"}))).unwrap();
+    let asked = vec![quokka.id.clone(), other.id.clone(), elsewhere.id.clone(), "no-such-task".to_owned()];
+    let matching = |q: &TaskQuery| {
+        let mut found = f.store.matching(q, &asked).unwrap();
+        found.sort();
+        found
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+
+    let words = TaskQuery { search: Some("quokka".into()), ..Default::default() };
+    assert_eq!(matching(&words), sorted(vec![quokka.id.clone(), elsewhere.id.clone()]));
+    // The same answer as the pages give, task by task.
+    assert_eq!(matching(&words), sorted(search(&f.store, "quokka")));
+    let on_demo = TaskQuery { server: Some("demo".into()), ..words.clone() };
+    assert_eq!(matching(&on_demo), [quokka.id.as_str()], "the other filters apply too");
+    assert_eq!(matching(&TaskQuery { search: Some("quok*".into()), ..Default::default() }).len(), 2, "a prefix");
+    assert!(matching(&TaskQuery { search: Some("= *".into()), ..Default::default() }).is_empty());
+    let no_search = TaskQuery { server: Some("demo".into()), ..Default::default() };
+    assert_eq!(matching(&no_search), sorted(vec![quokka.id.clone(), other.id.clone()]));
+
+    // One that stops matching a status filter leaves; one that ends with a word joins.
+    let running = TaskQuery { statuses: vec![TaskStatus::Working], ..words.clone() };
+    assert_eq!(matching(&running).len(), 2);
+    f.store.apply(&quokka.id, Update::Cancelled { reason: None, server_status: None, server_told: None }).unwrap();
+    assert_eq!(matching(&running), [elsewhere.id.as_str()]);
+    complete_with_text(&f.store, &other.id, "A quokka was seen");
+    assert_eq!(matching(&words), sorted(vec![quokka.id.clone(), other.id.clone(), elsewhere.id.clone()]));
+
+    // A deleted task is in no list.
+    f.store.delete_tasks(std::slice::from_ref(&quokka.id), PurgeReason::User).unwrap();
+    assert_eq!(matching(&words), sorted(vec![other.id.clone(), elsewhere.id.clone()]));
+    assert!(f.store.matching(&words, &[]).unwrap().is_empty());
+}
+
+#[test]
+fn a_prune_of_most_of_the_store_drops_their_words_from_the_index_and_leaves_delete_merge_on() {
+    let f = fixture();
+    let mut made = Vec::new();
+    for i in 0..700 {
+        let t = f.store.create_task(new_task(&format!("m{i}"))).unwrap();
+        made.push(t.id);
+    }
+    let done: Vec<(String, Update)> = made
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let text = format!("uniq{i} {}", "quarterly latency review ".repeat(40));
+            (
+                id.clone(),
+                Update::Completed { result: json!({"content": [{"type": "text", "text": text}]}), server_status: None },
+            )
+        })
+        .collect();
+    for r in f.store.apply_batch(done).unwrap() {
+        r.unwrap();
+    }
+    let index_bytes = |path: &std::path::Path| -> i64 {
+        raw(path).query_row("SELECT sum(length(block)) FROM task_search_data", [], |r| r.get(0)).unwrap()
+    };
+    let before = index_bytes(&f.path);
+
+    let (purged, _) = f.store.prune(&Retention { keep: Some(100), ..Default::default() }).unwrap();
+    assert_eq!(purged.len(), 600);
+    assert!(search(&f.store, "uniq10").is_empty(), "a removed task's word is gone");
+    assert_eq!(search(&f.store, "uniq650"), [made[650].as_str()], "a kept task is found");
+    assert_eq!(search(&f.store, "latency").len(), 100);
+    let after = index_bytes(&f.path);
+    assert!(after < before / 3, "the index dropped the removed rows: {before} -> {after}");
+    let merge: String = raw(&f.path)
+        .query_row("SELECT CAST(v AS TEXT) FROM task_search_config WHERE k = 'deletemerge'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(merge, "10", "delete-merge is back on for the deletes that follow");
 }

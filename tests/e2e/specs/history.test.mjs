@@ -143,3 +143,41 @@ test('a pinned task is listed first under a filter, and a task runs again with c
     await app.stop();
   }
 });
+
+test('under a search, a new task whose arguments match joins the results with its match marked, without searching again', async () => {
+  const app = await startApp();
+  try {
+    const { driver } = app;
+    await waitFor(driver, '[data-testid="empty-run-demo"]');
+    await muteNotifications(driver);
+    const before = await report(driver, 'wombat');
+
+    await search(driver, 'quokka');
+    const emptied = await eventually(async () => {
+      const ids = await rowIds(driver);
+      return ids && ids.length === 0 ? true : undefined;
+    }, 15000);
+    assert.ok(emptied, 'nothing matches yet');
+
+    // Run while the search stays as it was: one task that matches, one that does not.
+    const other = await invoke(driver, 'run_tool', { server: 'demo', tool: 'generate_report', arguments: { topic: 'wallaby', seconds: 3 } });
+    const quokka = await invoke(driver, 'run_tool', { server: 'demo', tool: 'generate_report', arguments: { topic: 'quokka', seconds: 3 } });
+    await waitFor(driver, `[data-testid="task-row"][data-task-id="${quokka.id}"]`, 15000);
+    const snippet = await waitFor(driver, `[data-task-id="${quokka.id}"] [data-testid="task-snippet"]`, 15000);
+    const marks = await snippet.findElements(css('[data-testid="search-match"]'));
+    const marked = await Promise.all(marks.map((m) => m.getText()));
+    assert.ok(marked.map((m) => m.toLowerCase()).includes('quokka'), `marked: ${marked}`);
+    assert.equal(await (await waitFor(driver, '[data-testid="task-search"]')).getAttribute('value'), 'quokka');
+
+    // It stays as it runs on and ends; the others never join.
+    await waitFor(driver, `[data-testid="task-row"][data-task-id="${quokka.id}"][data-status="completed"]`, 30000);
+    await waitFor(driver, `[data-testid="task-row"][data-task-id="${other.id}"]`, 1).then(
+      () => assert.fail('the task that does not match joined the results'),
+      () => {},
+    );
+    const shown = await eventually(() => rowIds(driver), 5000);
+    assert.deepEqual(shown, [quokka.id], `neither ${other.id} nor ${before} is shown`);
+  } finally {
+    await app.stop();
+  }
+});

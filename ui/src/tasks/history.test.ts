@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { task } from '../lib/testing';
 import type { Purged, TaskSummary } from '../lib/types';
 import {
+  admitMatches,
   ALL_TASKS,
   appendPage,
   cursorOf,
@@ -12,6 +13,7 @@ import {
   patchCounts,
   patchLoaded,
   pinnedFirst,
+  searchMayMove,
   startOfDay,
   totalOf,
   type Change,
@@ -157,6 +159,41 @@ describe('the loaded pages, patched by live changes', () => {
     const { loaded, exact } = patchLoaded({ items: [b], done: true, total: 1 }, [changed(d, undefined, true)], [], f);
     expect(ids(loaded)).toEqual(['b']);
     expect(exact).toBe(false);
+  });
+
+  it('under a search the store’s word puts a task that came to match in its place and takes one that stopped out', () => {
+    const f = filterOf('all', null, 'q3');
+    const d = task({ id: 'd', created_at: at(4) });
+    const between = task({ id: 'between', created_at: '2025-01-01T00:00:02.500Z' });
+    const joined = admitMatches(whole, [d, between], ['a'], f);
+    expect(ids(joined)).toEqual(['d', 'c', 'between', 'b']);
+    expect(joined.total).toBe(4);
+    // A prefix takes in only what falls inside it.
+    const old = task({ id: 'old', created_at: at(0) });
+    const inPrefix = admitMatches(prefix, [old, d], [], f);
+    expect(ids(inPrefix)).toEqual(['d', 'c', 'b']);
+    expect(inPrefix.total).toBe(11);
+  });
+
+  it('the store’s word on a task already shown keeps the newer record and its pin’s place', () => {
+    const f = filterOf('all', null, 'q3');
+    const newer = { ...b, status_message: 'newer', updated_at: at(9) };
+    const start: Loaded = { items: [c, newer, a], done: true, total: 3 };
+    expect(admitMatches(start, [b], [], f)).toBe(start);
+    const pinned = { ...a, pinned: true, updated_at: at(10) };
+    expect(ids(admitMatches(start, [pinned], [], f))).toEqual(['a', 'c', 'b']);
+    expect(admitMatches(start, [], ['nobody'], f)).toBe(start);
+  });
+
+  it('only a new task, a status, a question or an answer can move a task in or out of a search', () => {
+    const t = task({ id: 't', status: 'working' });
+    expect(searchMayMove(changed(t, undefined, true))).toBe(true);
+    expect(searchMayMove(changed(t, undefined, false)), 'nothing known of it before').toBe(true);
+    expect(searchMayMove(changed({ ...t, progress: { progress: 3, total: null, message: 'x' } }, t))).toBe(false);
+    expect(searchMayMove(changed({ ...t, status_message: 'later', pinned: true }, t))).toBe(false);
+    expect(searchMayMove(changed({ ...t, status: 'completed' }, t))).toBe(true);
+    const asking = { ...t, status: 'input_required' as const, question: { key: 'a', message: null, kind: 'form' } };
+    expect(searchMayMove(changed({ ...asking, question: { key: 'b', message: null, kind: 'form' } }, asking))).toBe(true);
   });
 
   it('a page appends after the prefix without repeating a task a live change put there', () => {

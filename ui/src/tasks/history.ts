@@ -25,7 +25,7 @@ export function filterOf(status: StatusFilter, server: string | null, search: st
   return { ...ALL_TASKS, statuses, server, search: words === '' ? null : words };
 }
 
-function hasSearch(f: TaskFilter): boolean {
+export function hasSearch(f: TaskFilter): boolean {
   return f.search !== null && f.search.trim() !== '';
 }
 
@@ -181,6 +181,48 @@ export function patchLoaded(
     items.forEach((t, k) => at.set(t.id, k));
   }
   return { loaded: { items, done: loaded.done, total: Math.max(total, items.length) }, exact };
+}
+
+/**
+ * Whether a change can have moved a task into or out of a search: the store indexes a task's words
+ * when it is made, asks, is answered and ends (`crates/store/src/search.rs`), so progress, a
+ * message while it works or a pin leaves it where it was, and the store need not be asked.
+ */
+export function searchMayMove(c: Change): boolean {
+  const { task, before } = c;
+  if (c.isNew || before === undefined) return true;
+  return before.status !== task.status || (before.question?.key ?? null) !== (task.question?.key ?? null);
+}
+
+/**
+ * Applies the store's word on changed tasks under a search (`task_matches`): each of `matched` is
+ * in the list now and joins where the order puts it (within the prefix, or anywhere in a whole
+ * list), or, already there, keeps whichever record is newer; each of `unmatched` is not, and
+ * leaves. `total` follows the rows that came and went; the caller has the store count again.
+ */
+export function admitMatches(loaded: Loaded, matched: readonly TaskSummary[], unmatched: readonly string[], f: TaskFilter): Loaded {
+  if (matched.length === 0 && unmatched.length === 0) return loaded;
+  const order = listOrder(pinnedFirst(f));
+  const out = new Set(unmatched);
+  const items = loaded.items.filter((t) => !out.has(t.id));
+  let total = loaded.total - (loaded.items.length - items.length);
+  for (const task of matched) {
+    const i = items.findIndex((t) => t.id === task.id);
+    const current = i < 0 ? undefined : items[i];
+    if (current !== undefined && task.updated_at < current.updated_at) continue;
+    if (current !== undefined && order(current, task) === 0 && current.pinned === task.pinned) {
+      items[i] = task;
+      continue;
+    }
+    if (current !== undefined) items.splice(i, 1);
+    const pos = insertionPoint(items, task, order);
+    // Beyond a prefix it comes with a later page (one it left by moving there is still counted).
+    if (pos >= items.length && !loaded.done) continue;
+    items.splice(pos, 0, task);
+    if (current === undefined) total += 1;
+  }
+  if (items.length === loaded.items.length && items.every((t, k) => t === loaded.items[k])) return loaded;
+  return { items, done: loaded.done, total: loaded.done ? items.length : Math.max(total, items.length) };
 }
 
 function purgedIn(p: Purged, f: TaskFilter): boolean | null {

@@ -1,12 +1,29 @@
 /**
  * The task list under the toolbar's filter, read from the store a page at a time as the list
  * scrolls (`want`), patched by the engine store's changes (`patchLoaded`), with the counts under
- * the filter and, for a search, where each row on screen matched.
+ * the filter and, for a search, where each row on screen matched. Under a search only the store
+ * can tell whether a changed task is in the list: it is asked (`task_matches`), and its answer
+ * patches the list in turn (`admitMatches`), so a task that came to match joins and one that no
+ * longer does leaves without searching again.
  */
 import { engine, type EngineStore } from '../lib/engine.svelte';
-import { errorText, inApp, isIpcError, searchSnippets, taskCounts, taskPage } from '../lib/ipc';
-import type { Purged, Snippet, StatusCounts, TaskFilter, TaskSummary } from '../lib/types';
-import { ALL_TASKS, appendPage, cursorOf, NO_COUNTS, patchLoaded, pinnedFirst, totalOf, type Change, type Loaded } from './history';
+import { call, errorText, inApp, isIpcError, searchSnippets, taskCounts, taskPage } from '../lib/ipc';
+import type { PageCursor, Purged, Snippet, StatusCounts, TaskFilter, TaskPage, TaskSummary } from '../lib/types';
+import {
+  admitMatches,
+  ALL_TASKS,
+  appendPage,
+  cursorOf,
+  hasSearch,
+  matchesFilter,
+  NO_COUNTS,
+  patchLoaded,
+  pinnedFirst,
+  searchMayMove,
+  totalOf,
+  type Change,
+  type Loaded,
+} from './history';
 
 /** Tasks asked for beyond the last row wanted, so a scroll rarely waits. */
 const PAGE = 200;
@@ -14,8 +31,32 @@ const PAGE = 200;
 const MAX_PAGE = 2000;
 /** How long after a change the store is asked for counts it alone can tell (under a search). */
 const RECOUNT_MS = 400;
+/** The most changed tasks one membership question names (the command's own bound). */
+const MAX_MATCHES = 2000;
 
 const EMPTY: Loaded = { items: [], done: false, total: 0 };
+
+/** What the pager reads from the store: the app's commands, or a test's stand-in. */
+export type HistoryReads = {
+  /** Whether there is a store to read at all (in the app). */
+  readonly live: boolean;
+  page(filter: TaskFilter, cursor: PageCursor | null, limit: number): Promise<TaskPage>;
+  counts(filter: TaskFilter): Promise<StatusCounts>;
+  snippets(ids: string[], search: string): Promise<Snippet[]>;
+  /** Which of `ids` are in the list under `filter` now. */
+  matches(filter: TaskFilter, ids: string[]): Promise<string[]>;
+};
+
+export const APP_READS: HistoryReads = {
+  live: inApp,
+  page: taskPage,
+  counts: taskCounts,
+  snippets: searchSnippets,
+  matches: (filter, ids) => call('task_matches', { filter, ids }),
+};
+
+/** What waits for a page on its way: the engine store's changes, and the store's word on a search. */
+type Queued = { changes: readonly Change[]; deleted: readonly Purged[] } | { matched: TaskSummary[]; unmatched: string[] };
 
 export class TaskPager {
   loaded: Loaded = $state.raw(EMPTY);
@@ -34,17 +75,27 @@ export class TaskPager {
   #recount: ReturnType<typeof setTimeout> | null = null;
   #unsubscribe: () => void;
   #source: EngineStore;
+  #reads: HistoryReads;
   /** The whole list's first screen was taken from the engine store's start-up read. */
   #seeded = false;
   /**
    * Changes that came while a page was on its way. The page may have been read before them or
    * between them (a task made and finished in one breath), and a change to a task beyond the
-   * loaded rows is dropped: they are applied once the page is in, newer writes winning.
+   * loaded rows is dropped: they are applied once the page is in, in the order they came, newer
+   * writes winning. The store's answers on a search wait the same way, since a page read before
+   * a task stopped matching would bring its row back.
    */
-  #queued: { changes: Change[]; deleted: Purged[] } | null = null;
+  #queued: Queued[] | null = null;
+  /** Changed tasks under a search whose membership the store is to be asked about, latest record each. */
+  #toAsk = new Map<string, TaskSummary>();
+  /** The question on its way (one at a time, so a burst of changes makes few of them). */
+  #asking: Map<string, TaskSummary> | null = null;
+  /** Tasks of the question on its way that changed or went since it was sent: its answer on them is old. */
+  #stale = new Set<string>();
 
-  constructor(source: EngineStore = engine) {
+  constructor(source: EngineStore = engine, reads: HistoryReads = APP_READS) {
     this.#source = source;
+    this.#reads = reads;
     this.#unsubscribe = source.onChanges((changes, deleted) => this.#follow(changes, deleted));
   }
 
@@ -67,9 +118,12 @@ export class TaskPager {
     this.ready = false;
     this.error = null;
     this.#inflight = -1;
-    // The new first page is read after them.
+    // The new first page is read after them, and a question about the old filter means nothing.
     this.#queued = null;
-    if (!inApp) return;
+    this.#toAsk = new Map();
+    this.#asking = null;
+    this.#stale = new Set();
+    if (!this.#reads.live) return;
     void this.#counts();
     this.#fill();
   }
@@ -88,7 +142,7 @@ export class TaskPager {
   #fill(): void {
     const generation = this.#generation;
     const { items, done } = this.loaded;
-    if (!inApp || done || this.#inflight === generation || (this.ready && items.length >= this.#want)) return;
+    if (!this.#reads.live || done || this.#inflight === generation || (this.ready && items.length >= this.#want)) return;
     this.#inflight = generation;
     if (!this.#seeded && items.length === 0 && !pinnedFirst(this.filter)) {
       // At start the whole list's top is what the engine store just read: shown with it, in the
@@ -108,7 +162,7 @@ export class TaskPager {
       return;
     }
     const limit = Math.min(MAX_PAGE, Math.max(PAGE, this.#want - items.length + PAGE));
-    taskPage(this.filter, cursorOf(items, this.filter), limit).then(
+    this.#reads.page(this.filter, cursorOf(items, this.filter), limit).then(
       (page) => {
         if (generation !== this.#generation) return;
         this.#inflight = -1;
@@ -132,7 +186,7 @@ export class TaskPager {
   async #counts(): Promise<void> {
     const generation = this.#generation;
     try {
-      const counts = await taskCounts(this.filter);
+      const counts = await this.#reads.counts(this.filter);
       if (generation !== this.#generation) return;
       this.counts = counts;
       const total = totalOf(counts, this.filter);
@@ -143,30 +197,109 @@ export class TaskPager {
   }
 
   #follow(changes: readonly Change[], deleted: readonly Purged[]): void {
-    if (this.#inflight === this.#generation) {
-      const q = (this.#queued ??= { changes: [], deleted: [] });
-      q.changes.push(...changes);
-      q.deleted.push(...deleted);
-      return;
-    }
-    this.#apply(changes, deleted);
+    this.#later({ changes: changes.slice(), deleted: deleted.slice() });
+  }
+
+  /** Applies now, or once the page on its way is in. */
+  #later(q: Queued): void {
+    if (this.#inflight === this.#generation) (this.#queued ??= []).push(q);
+    else this.#run(q);
+  }
+
+  #run(q: Queued): void {
+    if ('changes' in q) this.#apply(q.changes, q.deleted);
+    else this.#admit(q.matched, q.unmatched);
   }
 
   #flush(): void {
     const q = this.#queued;
     this.#queued = null;
-    if (q !== null) this.#apply(q.changes, q.deleted);
+    if (q !== null) for (const item of q) this.#run(item);
   }
 
   #apply(changes: readonly Change[], deleted: readonly Purged[]): void {
+    const search = hasSearch(this.filter);
+    // What the list showed of a task the engine store did not hold (a row a page brought).
+    const shown = search ? new Map(this.loaded.items.map((t) => [t.id, t])) : null;
     const { loaded, exact } = patchLoaded(this.loaded, changes, deleted, this.filter);
     this.loaded = loaded;
     const moved = changes.some((c) => c.isNew || (c.before !== undefined && c.before.status !== c.task.status));
     if (!exact || moved || deleted.length > 0) this.#scheduleRecount();
+    if (shown !== null) this.#ask(changes.map((c) => (c.before === undefined && !c.isNew ? { ...c, before: shown.get(c.task.id) } : c)), deleted);
+  }
+
+  /**
+   * Under a search, asks the store which of the changed tasks are in the list now. A task the
+   * filter's other parts already rule out is out, and was taken out by `patchLoaded`. A task that
+   * changed again while asked about is asked about again: the answer on its way is old.
+   */
+  #ask(changes: readonly Change[], deleted: readonly Purged[]): void {
+    for (const change of changes) {
+      const { task } = change;
+      if (!searchMayMove(change)) {
+        // Nothing the search reads changed: a question about it still holds, with this record.
+        if (this.#toAsk.has(task.id)) this.#toAsk.set(task.id, task);
+        if (this.#asking?.has(task.id)) this.#asking.set(task.id, task);
+        continue;
+      }
+      if (this.#asking?.has(task.id)) this.#stale.add(task.id);
+      if (matchesFilter(task, this.filter) === false) this.#toAsk.delete(task.id);
+      else this.#toAsk.set(task.id, task);
+    }
+    for (const p of deleted) {
+      if (this.#asking?.has(p.id)) this.#stale.add(p.id);
+      this.#toAsk.delete(p.id);
+    }
+    this.#sendAsk();
+  }
+
+  #sendAsk(): void {
+    if (this.#asking !== null || this.#toAsk.size === 0 || !this.#reads.live) return;
+    const generation = this.#generation;
+    const asking = new Map<string, TaskSummary>();
+    for (const [id, task] of this.#toAsk) {
+      if (asking.size >= MAX_MATCHES) break;
+      asking.set(id, task);
+    }
+    for (const id of asking.keys()) this.#toAsk.delete(id);
+    this.#asking = asking;
+    this.#stale = new Set();
+    this.#reads.matches(this.filter, [...asking.keys()]).then(
+      (found) => {
+        if (generation !== this.#generation) return;
+        const stale = this.#stale;
+        this.#asking = null;
+        this.#stale = new Set();
+        const yes = new Set(found);
+        const matched: TaskSummary[] = [];
+        const unmatched: string[] = [];
+        for (const [id, task] of asking) {
+          // Asked about again (it changed since) or gone: the next answer, or the delete, says.
+          if (stale.has(id)) continue;
+          if (yes.has(id)) matched.push(task);
+          else unmatched.push(id);
+        }
+        this.#later({ matched, unmatched });
+        this.#sendAsk();
+      },
+      (e) => {
+        if (generation !== this.#generation) return;
+        this.#asking = null;
+        this.#stale = new Set();
+        this.error = `Could not tell whether changed tasks match the search: ${errorText(e)}`;
+      },
+    );
+  }
+
+  #admit(matched: readonly TaskSummary[], unmatched: readonly string[]): void {
+    const next = admitMatches(this.loaded, matched, unmatched, this.filter);
+    if (next === this.loaded) return;
+    this.loaded = next;
+    this.#scheduleRecount();
   }
 
   #scheduleRecount(): void {
-    if (this.#recount !== null || !inApp) return;
+    if (this.#recount !== null || !this.#reads.live) return;
     this.#recount = setTimeout(() => {
       this.#recount = null;
       void this.#counts();
@@ -176,14 +309,14 @@ export class TaskPager {
   /** Fetches where the search matched for the rows shown that have no snippet yet. */
   snippetsFor(ids: readonly string[]): void {
     const search = this.filter.search;
-    if (!inApp || search === null || ids.length === 0) return;
+    if (!this.#reads.live || search === null || ids.length === 0) return;
     const missing = ids.filter((id) => !(id in this.snippets));
     if (missing.length === 0) return;
     const generation = this.#generation;
     const asked: Record<string, Snippet | null> = { ...this.snippets };
     for (const id of missing) asked[id] = null;
     this.snippets = asked;
-    searchSnippets(missing, search).then(
+    this.#reads.snippets(missing, search).then(
       (found) => {
         if (generation !== this.#generation) return;
         const next = { ...this.snippets };

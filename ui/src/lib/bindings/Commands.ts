@@ -56,6 +56,7 @@ export type Commands = {
   task_page: { args: { filter: TaskFilter; cursor: PageCursor | null; limit: number }; response: TaskPage };
   task_counts: { args: { filter: TaskFilter }; response: StatusCounts };
   search_snippets: { args: { ids: Array<string>; search: string }; response: Array<Snippet> };
+  task_matches: { args: { filter: TaskFilter; ids: Array<string> }; response: Array<string> };
   delete_tasks: { args: { scope: DeleteScope; force: boolean; dryRun: boolean }; response: number };
   purge_log: { args: { before: number | null; limit: number }; response: Array<PurgeLine> };
   pin_task: { args: { id: string; pinned: boolean }; response: TaskSummary };
