@@ -6,7 +6,7 @@ use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{CallToolResult, TaskSupport, Tool};
 use taskdeck_protocol::{Era, codes, legacy, meta, methods, modern};
 
-use crate::model::{QuestionKey, Reply, SessionEvent, Started, TaskSnapshot};
+use crate::model::{InputRound, QuestionKey, Reply, SessionEvent, Started, TaskSnapshot};
 use crate::{ClientError, Session};
 
 /// Options of one tool call.
@@ -17,6 +17,14 @@ pub struct StartOptions {
     pub progress_token: Option<String>,
     /// Requested retention, legacy `task.ttl`; the server may override it.
     pub ttl_ms: Option<i64>,
+}
+
+/// What a call sent again after an [`InputRound`] carries: the answers under the round's keys, and
+/// the round's `requestState`, exactly as it came.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryInputs {
+    pub responses: Vec<(String, Reply)>,
+    pub request_state: Option<String>,
 }
 
 impl Session {
@@ -55,6 +63,35 @@ impl Session {
     /// Calls a tool. A server that allows it makes it a task and answers with a handle at once;
     /// otherwise the call's result comes back when it is done.
     pub async fn start_tool(&self, name: &str, arguments: Value, opts: &StartOptions) -> Result<Started, ClientError> {
+        self.start_tool_with(name, arguments, opts, None).await
+    }
+
+    /// Modern: sends a call again after the server answered it with [`Started::InputRequired`],
+    /// with the answers to that round (a new request, as the spec asks). The server may answer
+    /// with another round.
+    pub async fn retry_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &StartOptions,
+        inputs: &RetryInputs,
+    ) -> Result<Started, ClientError> {
+        if self.era() != Era::Modern {
+            return Err(ClientError::Unsupported {
+                server: self.name().into(),
+                what: "sending a call again with input responses in the 2025-11-25 era".into(),
+            });
+        }
+        self.start_tool_with(name, arguments, opts, Some(inputs)).await
+    }
+
+    async fn start_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &StartOptions,
+        inputs: Option<&RetryInputs>,
+    ) -> Result<Started, ClientError> {
         let tool = self.tool(name).await?;
         match self.era() {
             Era::Legacy => {
@@ -76,7 +113,7 @@ impl Session {
                     other => other,
                 }
             }
-            Era::Modern => self.call_modern(name, &arguments, opts).await,
+            Era::Modern => self.call_modern(name, &arguments, opts, inputs).await,
         }
     }
 
@@ -109,8 +146,21 @@ impl Session {
         Ok(Started::Completed(r))
     }
 
-    async fn call_modern(&self, name: &str, arguments: &Value, opts: &StartOptions) -> Result<Started, ClientError> {
-        let params = call_params(name, arguments, opts);
+    async fn call_modern(
+        &self,
+        name: &str,
+        arguments: &Value,
+        opts: &StartOptions,
+        inputs: Option<&RetryInputs>,
+    ) -> Result<Started, ClientError> {
+        let mut params = call_params(name, arguments, opts);
+        if let Some(inputs) = inputs {
+            params.insert("inputResponses".into(), Value::Object(input_responses(inputs.responses.clone())));
+            // Absent when the round had none: the spec forbids sending one that was not given.
+            if let Some(state) = &inputs.request_state {
+                params.insert("requestState".into(), Value::String(state.clone()));
+            }
+        }
         // Until the server answers, this is a request whatever it becomes: cancellable in flight.
         let result = self.tools_call(params, self.shared.opts.call_timeout, opts.progress_token.as_deref()).await?;
         match modern::result_type(&result) {
@@ -125,9 +175,13 @@ impl Session {
                     serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
                 Ok(Started::Completed(r))
             }
+            modern::result_type::INPUT_REQUIRED => {
+                let round = input_round(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+                Ok(Started::InputRequired(Box::new(round)))
+            }
             other => Err(ClientError::Unsupported {
                 server: self.name().into(),
-                what: format!("a tools/call answer of resultType {other:?} (input before the task exists)"),
+                what: format!("a tools/call answer of resultType {other:?}"),
             }),
         }
     }
@@ -238,14 +292,7 @@ impl Session {
     /// can only be a result, so a refusal goes as the decline of an `ElicitResult`, the one refusal
     /// the schema allows there and which a server reads as such.
     pub async fn respond_inputs(&self, task_id: &str, replies: Vec<(String, Reply)>) -> Result<(), ClientError> {
-        let mut responses = Map::new();
-        for (key, reply) in replies {
-            let value = match reply {
-                Reply::Result(v) => v,
-                Reply::Refused(_) => serde_json::to_value(ElicitResult::decline()).unwrap_or_default(),
-            };
-            responses.insert(key, value);
-        }
+        let responses = input_responses(replies);
         self.request(
             methods::TASKS_UPDATE,
             json!({ "taskId": task_id, "inputResponses": responses }),
@@ -299,6 +346,47 @@ impl Drop for InFlight<'_> {
         // A call dropped before its answer: the answer, if it comes, is nobody's.
         self.session.forget_request(&self.id);
     }
+}
+
+/// Replies as an `InputResponses` map. An input response can only be a result, so a refusal goes
+/// as the decline of an `ElicitResult`, the one refusal the schema allows there.
+fn input_responses(replies: Vec<(String, Reply)>) -> Map<String, Value> {
+    let mut responses = Map::new();
+    for (key, reply) in replies {
+        let value = match reply {
+            Reply::Result(v) => v,
+            Reply::Refused(_) => serde_json::to_value(ElicitResult::decline()).unwrap_or_default(),
+        };
+        responses.insert(key, value);
+    }
+    responses
+}
+
+/// An `InputRequiredResult` as a round. It must carry `inputRequests`, `requestState` or both; a
+/// state too large to hold is refused rather than cut, since it goes back unchanged or not at all.
+fn input_round(mut result: Value) -> Result<InputRound, String> {
+    let requests = match result.get_mut("inputRequests").map(Value::take) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("inputRequests is not an object".into()),
+    };
+    let request_state = match result.get_mut("requestState").map(Value::take) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.len() > taskdeck_protocol::limits::REQUEST_STATE_BYTES => {
+            return Err(format!(
+                "requestState is {} bytes, more than the {} Taskdeck holds",
+                s.len(),
+                taskdeck_protocol::limits::REQUEST_STATE_BYTES
+            ));
+        }
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return Err("requestState is not a string".into()),
+    };
+    if requests.is_none() && request_state.is_none() {
+        return Err("an input_required result with neither inputRequests nor requestState".into());
+    }
+    let questions = crate::model::questions_of(None, requests.unwrap_or_default())?;
+    Ok(InputRound { questions, request_state })
 }
 
 fn call_params(name: &str, arguments: &Value, opts: &StartOptions) -> Map<String, Value> {

@@ -4,6 +4,7 @@
 mod http;
 mod legacy;
 mod modern;
+mod publish;
 mod question;
 mod server;
 mod session;

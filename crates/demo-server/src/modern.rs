@@ -170,6 +170,9 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         Err(e) => return conn.respond(id, Err(e)).await,
     };
     let name = call.spec.name;
+    if name == tools::PUBLISH_NOTES {
+        return conn.respond(id, crate::publish::modern_call(&call.args, params, envelope)).await;
+    }
     let as_task = match call.spec.task_support {
         TaskSupport::Forbidden => false,
         TaskSupport::Optional => envelope.declares_tasks(),

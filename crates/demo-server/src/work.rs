@@ -19,8 +19,8 @@ use crate::question;
 use crate::server::{Conn, Server};
 use crate::store::TaskRow;
 use crate::tools::{
-    self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, PLAN_RELEASE, REPORT_STAGES,
-    SUMMARIZE_FINDINGS,
+    self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, PLAN_RELEASE, PUBLISH_NOTES,
+    REPORT_STAGES, SUMMARIZE_FINDINGS,
 };
 
 /// Why a run stopped before producing a result.
@@ -155,6 +155,8 @@ pub async fn run_tool(
         COUNT => count(run, args, checkpoint).await,
         SUMMARIZE_FINDINGS => summarize_findings(run, args, row).await,
         PLAN_RELEASE => plan_release(run, args, row).await,
+        // Reached in the legacy era only: the modern one asks first (`publish::modern_call`).
+        PUBLISH_NOTES => Ok(crate::publish::legacy_call(args)),
         other => Ok(CallToolResult::error_text(format!("unknown tool {other:?}"))),
     }
 }
@@ -526,7 +528,7 @@ fn parse_answer(answer: Value) -> Answer {
     }
 }
 
-const NOTES: [(&str, &str); 5] = [
+pub const NOTES: [(&str, &str); 5] = [
     ("Deploy checklist", "Tag the release, run migrations, watch the error rate for ten minutes."),
     ("On-call handbook", "Page the secondary after 15 minutes without acknowledgement."),
     ("Checkout incident 2026-03", "Connection pool exhaustion after a config change; fixed by rollback."),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use taskdeck_client::{Asks, ClientError, Followed, Reply, Session, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{Asks, ClientError, Followed, Reply, RetryInputs, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -127,6 +127,19 @@ async fn start(
     rec: &TaskRecord,
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
 ) -> Step {
+    send_round(hub, session, rec, rx, None, 0).await
+}
+
+/// Sends the call; `inputs` are the answers to the server's previous round of input requests
+/// (`mrtr`), `round` how many rounds went before.
+async fn send_round(
+    hub: &Arc<Hub>,
+    session: &Session,
+    rec: &TaskRecord,
+    rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
+    inputs: Option<RetryInputs>,
+    round: usize,
+) -> Step {
     let plain = rec.mode == Mode::Call;
     if plain {
         hub.live.call_started(&rec.server, &rec.id);
@@ -137,7 +150,12 @@ async fn start(
     if let Ok(tool) = session.tool(&rec.tool).await {
         validate::integers_as_integers(&tool.input_schema, &mut arguments);
     }
-    let call = session.start_tool(&rec.tool, arguments, &opts);
+    let call = async {
+        match &inputs {
+            None => session.start_tool(&rec.tool, arguments, &opts).await,
+            Some(inputs) => session.retry_tool(&rec.tool, arguments, &opts, inputs).await,
+        }
+    };
     tokio::pin!(call);
     // A plain call's question is answered while the call is in flight, and in turn with its
     // result: an answer the server took is recorded before the result it led to.
@@ -203,6 +221,11 @@ async fn start(
             hub.gate.finish_call(&rec.id, era, Update::Completed { result, server_status: None });
             Step::Done
         }
+        // Nothing runs on the server until the call comes again with the answers.
+        Ok(Started::InputRequired(asked)) => match crate::mrtr::answered(hub, rec, *asked, round, rx).await {
+            Some(inputs) => Box::pin(send_round(hub, session, rec, rx, Some(inputs), round + 1)).await,
+            None => Step::Done,
+        },
         Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
         // Nothing ran: the server wants a page finished first, then the call again (`url_mode`).
         Err(e) if url_mode::is_url_required(&e) => match url_mode::finished_before_again(hub, rec, &e, rx).await {

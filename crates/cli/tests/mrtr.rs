@@ -1,0 +1,177 @@
+//! A plain call the server answers with input requests (2026-07-28, multi-round-trip requests),
+//! through the real `taskdeck-cli` against the demo server's `publish_notes`, over stdio and over
+//! Streamable HTTP: its confirmation is asked like any task's question, its roots request is
+//! answered from the grant, and the call is sent again with the answers, once per round and no
+//! more than the bound.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use taskdeck_test_support::{LoopbackServer, demo_server_entry, demo_server_http, write_servers_config};
+
+const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
+
+struct Env {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    granted: PathBuf,
+    _http: Option<LoopbackServer>,
+}
+
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    /// Read in a failing assertion's output (`{out:?}`).
+    #[allow(dead_code)]
+    stderr: String,
+}
+
+impl Out {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
+    }
+}
+
+impl Env {
+    /// The demo server over stdio pinned to `era`, granted one directory.
+    fn stdio(era: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let mut entry = demo_server_entry(&dir.path().join("demo-state"));
+        entry["era"] = json!(era);
+        Env::with(dir, entry, None)
+    }
+
+    /// The demo server over Streamable HTTP in the modern era, granted one directory.
+    fn http() -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let server = demo_server_http(&dir.path().join("demo-state"), "127.0.0.1:0");
+        let entry = server.entry(Some("modern"));
+        Env::with(dir, entry, Some(server))
+    }
+
+    fn with(dir: tempfile::TempDir, mut entry: Value, http: Option<LoopbackServer>) -> Env {
+        let granted = dir.path().join("shelf");
+        std::fs::create_dir_all(&granted).unwrap();
+        entry["roots"] = json!([granted]);
+        let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+        Env { dir, config, granted, _http: http }
+    }
+
+    fn run(&self, args: &[&str]) -> Out {
+        let mut c = Command::new(CLI);
+        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
+        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
+        c.stdin(Stdio::null());
+        let o = c.output().unwrap();
+        Out {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    fn show(&self, id: &str) -> Value {
+        let out = self.run(&["show", id, "--json"]);
+        assert_eq!(out.code, 0, "{out:?}");
+        out.json()
+    }
+}
+
+fn kinds(task: &Value) -> Vec<String> {
+    task["events"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap_or("").to_owned()).collect()
+}
+
+/// Runs `publish_notes` with `answers` given as `--answer`, one per round.
+fn publish(env: &Env, args: Value, answers: &[&str]) -> Out {
+    let args = args.to_string();
+    let mut cli = vec!["run", "demo", "publish_notes", "--args", &args, "--json"];
+    for a in answers {
+        cli.extend(["--answer", a]);
+    }
+    env.run(&cli)
+}
+
+fn confirmed_and_published(env: &Env) {
+    let out = publish(env, json!({"title": "Q3 notes"}), &[r#"{"publish": true}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["status"], "completed", "{t}");
+    let published = &t["result"]["structuredContent"];
+    assert_eq!(published["published"], true, "{t}");
+    assert_eq!(published["confirmations"], 1, "{t}");
+    // The round's roots request was answered from the grant, without asking.
+    let shelf = std::fs::canonicalize(&env.granted).unwrap();
+    let destination = published["destination"].as_str().unwrap_or_default();
+    assert!(destination.starts_with("file://") && destination.ends_with("shelf"), "{destination} for {shelf:?}");
+
+    let shown = env.show(t["id"].as_str().unwrap());
+    let kinds = kinds(&shown);
+    let (q, a, r) = (
+        kinds.iter().position(|k| k == "question"),
+        kinds.iter().position(|k| k == "answer"),
+        kinds.iter().position(|k| k == "result"),
+    );
+    assert!(q.is_some() && q < a && a < r, "asked, answered, then the result: {kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "question").count(), 1, "one question, the confirmation: {kinds:?}");
+    let question = shown["events"].as_array().unwrap().iter().find(|e| e["kind"] == "question").unwrap();
+    assert!(question.to_string().contains("confirm-1"), "{question}");
+    assert!(!question.to_string().contains("destination"), "the roots request is no question for the user: {question}");
+}
+
+#[test]
+fn a_plain_modern_call_asks_its_confirmation_and_is_sent_again_with_the_answer_over_stdio() {
+    confirmed_and_published(&Env::stdio("modern"));
+}
+
+#[test]
+fn a_plain_modern_call_asks_its_confirmation_and_is_sent_again_with_the_answer_over_http() {
+    confirmed_and_published(&Env::http());
+}
+
+#[test]
+fn a_confirmation_declined_reaches_the_server_and_nothing_is_published() {
+    let env = Env::stdio("modern");
+    let out = publish(&env, json!({}), &[r#"{"publish": false}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["result"]["structuredContent"]["published"], false, "{t}");
+}
+
+#[test]
+fn every_round_is_asked_and_answered_in_turn() {
+    let env = Env::stdio("modern");
+    let yes = r#"{"publish": true}"#;
+    let out = publish(&env, json!({"rounds": 3}), &[yes, yes, yes]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["result"]["structuredContent"]["confirmations"], 3, "{t}");
+    let shown = env.show(t["id"].as_str().unwrap());
+    let kinds = kinds(&shown);
+    assert_eq!(kinds.iter().filter(|k| *k == "question").count(), 3, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| *k == "answer").count(), 3, "{kinds:?}");
+}
+
+#[test]
+fn a_server_that_keeps_asking_ends_the_call_after_ten_rounds() {
+    let env = Env::stdio("modern");
+    let yes = r#"{"publish": true}"#;
+    let out = publish(&env, json!({"rounds": 12}), &[yes; 12]);
+    assert_ne!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["status"], "failed", "{t}");
+    assert!(t["error"]["message"].as_str().unwrap_or_default().contains("10 times"), "{t}");
+    let shown = env.show(t["id"].as_str().unwrap());
+    assert_eq!(kinds(&shown).iter().filter(|k| *k == "answer").count(), 10, "{shown}");
+}
+
+#[test]
+fn the_legacy_era_publishes_without_asking() {
+    let env = Env::stdio("legacy");
+    let out = publish(&env, json!({}), &[]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["result"]["structuredContent"]["published"], true, "{t}");
+    assert!(!kinds(&env.show(t["id"].as_str().unwrap())).contains(&"question".to_owned()));
+}

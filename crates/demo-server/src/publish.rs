@@ -1,0 +1,176 @@
+//! `publish_notes`: a plain call that asks before it acts. In 2026-07-28 it answers the call with
+//! an `InputRequiredResult` (multi-round-trip requests): a confirmation form, and the client's
+//! roots where the client offers them, with a `requestState` naming how far the confirmations
+//! got; the client sends the call again with the answers, and the server, holding nothing in
+//! between, reads everything from that retry. In 2025-11-25 it publishes without asking.
+//!
+//! The state is not secret and needs no integrity protection: forged, it can only make this
+//! call fail or ask again (the spec allows leaving it unprotected then). It is tied to the call's
+//! arguments, so a state presented with other arguments is refused.
+
+use serde_json::{Map, Value, json};
+use taskdeck_protocol::elicitation::{ElicitAction, ElicitResult};
+use taskdeck_protocol::modern::request_meta::RequestEnvelope;
+use taskdeck_protocol::modern::result_type;
+use taskdeck_protocol::types::CallToolResult;
+use taskdeck_protocol::{ErrorObject, codes, methods};
+
+use crate::server::invalid_params;
+
+/// The most confirmations one call may be made to ask for (`rounds`).
+pub const MAX_ROUNDS: i64 = 20;
+const STATE_PREFIX: &str = "publish_notes/v1/";
+const ROOTS_KEY: &str = "destination";
+
+/// The answer to one `tools/call` of `publish_notes` in the modern era: an `input_required`
+/// result, or the tool's result once every confirmation is in.
+pub fn modern_call(
+    args: &Map<String, Value>,
+    params: Option<&Value>,
+    envelope: &RequestEnvelope,
+) -> Result<Value, ErrorObject> {
+    if !envelope.declares_elicitation() {
+        return Err(ErrorObject::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
+            .with_data(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})));
+    }
+    let rounds = args.get("rounds").and_then(Value::as_i64).unwrap_or(1).clamp(1, MAX_ROUNDS);
+    let digest = digest(args);
+    let confirmed = match params.and_then(|p| p.get("requestState")) {
+        None => 0,
+        Some(Value::String(s)) => read_state(s, &digest)?,
+        Some(_) => return Err(invalid_params("params.requestState: must be a string")),
+    };
+    let responses = match params.and_then(|p| p.get("inputResponses")) {
+        None => Map::new(),
+        Some(Value::Object(r)) => r.clone(),
+        Some(_) => return Err(invalid_params("params.inputResponses: must be an object")),
+    };
+    let destination = responses
+        .get(ROOTS_KEY)
+        .and_then(|r| r.get("roots"))
+        .and_then(Value::as_array)
+        .and_then(|r| r.first())
+        .and_then(|r| r.get("uri"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let key = confirm_key(confirmed);
+    let Some(answer) = responses.get(&key) else {
+        // The first call, or a retry without the answer asked for: ask (again), as the spec says.
+        return Ok(ask(args, confirmed, rounds, &digest, envelope));
+    };
+    let answer: ElicitResult = serde_json::from_value(answer.clone())
+        .map_err(|e| invalid_params(format!("params.inputResponses.{key}: not an elicitation result: {e}")))?;
+    let yes = answer.action == ElicitAction::Accept
+        && answer.content.as_ref().and_then(|c| c.get("publish")).and_then(Value::as_bool) == Some(true);
+    if !yes {
+        let mut result = CallToolResult::text("Nothing was published: the user did not confirm.");
+        result.structured_content = Some(json!({"published": false, "confirmations": confirmed}));
+        return Ok(complete(result));
+    }
+    if confirmed + 1 < rounds {
+        return Ok(ask(args, confirmed + 1, rounds, &digest, envelope));
+    }
+    let title = title(args);
+    let to = destination.as_deref().unwrap_or("the demo shelf");
+    let mut result = CallToolResult::text(format!(
+        "Published {} demo notes as {title:?} to {to} after {rounds} confirmation(s).",
+        crate::work::NOTES.len()
+    ));
+    result.structured_content = Some(json!({
+        "published": true,
+        "title": title,
+        "confirmations": rounds,
+        "destination": destination,
+    }));
+    Ok(complete(result))
+}
+
+/// The legacy era has no input before a call returns: the notes are published at once.
+pub fn legacy_call(args: &Map<String, Value>) -> CallToolResult {
+    let title = title(args);
+    let mut result = CallToolResult::text(format!(
+        "Published {} demo notes as {title:?} (2025-11-25: published without asking).",
+        crate::work::NOTES.len()
+    ));
+    result.structured_content = Some(json!({"published": true, "title": title, "confirmations": 0}));
+    result
+}
+
+fn title(args: &Map<String, Value>) -> String {
+    args.get("title").and_then(Value::as_str).unwrap_or("Demo notes").to_owned()
+}
+
+fn complete(result: CallToolResult) -> Value {
+    let mut v = serde_json::to_value(result).unwrap_or(Value::Null);
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("resultType".into(), Value::from(result_type::COMPLETE));
+    }
+    v
+}
+
+fn confirm_key(confirmed: i64) -> String {
+    format!("confirm-{}", confirmed + 1)
+}
+
+fn ask(args: &Map<String, Value>, confirmed: i64, rounds: i64, digest: &str, envelope: &RequestEnvelope) -> Value {
+    let title = title(args);
+    let message = if rounds > 1 {
+        format!("Publish the demo notes as {title:?}? (confirmation {} of {rounds})", confirmed + 1)
+    } else {
+        format!("Publish the demo notes as {title:?}?")
+    };
+    let mut requests = Map::new();
+    requests.insert(
+        confirm_key(confirmed),
+        json!({
+            "method": methods::ELICITATION_CREATE,
+            "params": {
+                "mode": "form",
+                "message": message,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": {
+                        "publish": {"type": "boolean", "title": "Publish", "description": "Publish them now.", "default": false}
+                    },
+                    "required": ["publish"]
+                }
+            }
+        }),
+    );
+    // Where to publish, from the client's roots, asked with the first confirmation only.
+    if confirmed == 0 && declares_roots(envelope) {
+        requests.insert(ROOTS_KEY.into(), json!({"method": methods::ROOTS_LIST, "params": {}}));
+    }
+    json!({
+        "resultType": result_type::INPUT_REQUIRED,
+        "inputRequests": requests,
+        "requestState": format!("{STATE_PREFIX}{confirmed}/{digest}"),
+    })
+}
+
+fn declares_roots(envelope: &RequestEnvelope) -> bool {
+    envelope.client_capabilities.as_ref().and_then(|c| c.get("roots")).is_some_and(Value::is_object)
+}
+
+/// How many confirmations the state says were given, refused unless it is this server's for these
+/// arguments.
+fn read_state(state: &str, digest: &str) -> Result<i64, ErrorObject> {
+    let refused = || invalid_params("params.requestState: not a state this server gave for these arguments");
+    let rest = state.strip_prefix(STATE_PREFIX).ok_or_else(refused)?;
+    let (confirmed, made_for) = rest.split_once('/').ok_or_else(refused)?;
+    if made_for != digest {
+        return Err(refused());
+    }
+    confirmed.parse::<i64>().ok().filter(|n| (0..MAX_ROUNDS).contains(n)).ok_or_else(refused)
+}
+
+/// A digest of the arguments (FNV-1a over their JSON): enough to tell another call's state.
+fn digest(args: &Map<String, Value>) -> String {
+    let text = serde_json::to_string(args).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
