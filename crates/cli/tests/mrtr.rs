@@ -175,3 +175,48 @@ fn the_legacy_era_publishes_without_asking() {
     assert_eq!(t["result"]["structuredContent"]["published"], true, "{t}");
     assert!(!kinds(&env.show(t["id"].as_str().unwrap())).contains(&"question".to_owned()));
 }
+
+fn only_id(env: &Env) -> String {
+    let out = env.run(&["tasks", "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    out.json()[0]["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_round_answered_from_another_process_goes_on_where_it_was() {
+    let env = Env::stdio("modern");
+    let args = json!({"rounds": 2}).to_string();
+    let out = env.run(&["run", "demo", "publish_notes", "--args", &args]);
+    assert_eq!(out.code, 3, "the run stops on the first confirmation: {out:?}");
+    let id = only_id(&env);
+    let waiting = env.show(&id);
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let yes = r#"{"publish": true}"#;
+    let out = env.run(&["answer", &id, "--json", yes]);
+    assert_eq!(out.code, 3, "the second confirmation is asked next: {out:?}");
+    assert!(env.show(&id)["question"].to_string().contains("confirmation 2 of 2"), "{}", env.show(&id));
+    let out = env.run(&["answer", &id, "--json", yes]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let done = env.show(&id);
+    assert_eq!(done["status"], "completed", "{done}");
+    let published = &done["result"]["structuredContent"];
+    assert_eq!(published["confirmations"], 2, "{done}");
+    // The roots answered without asking in the first round went with the second as well.
+    assert!(published["destination"].as_str().is_some_and(|d| d.ends_with("shelf")), "{done}");
+    assert!(!env.dir.path().join("data/rounds").join(format!("{id}.json")).exists(), "nothing kept after the end");
+}
+
+#[test]
+fn a_call_cancelled_between_rounds_says_nothing_ran_on_the_server() {
+    let env = Env::stdio("modern");
+    let out = env.run(&["run", "demo", "publish_notes"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = only_id(&env);
+    let out = env.run(&["cancel", &id]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = env.show(&id);
+    assert_eq!(t["status"], "cancelled", "{t}");
+    let cancelled = t["events"].as_array().unwrap().iter().find(|e| e["kind"] == "cancelled").unwrap();
+    assert_eq!(cancelled["data"]["server_told"], false, "{cancelled}");
+    assert!(cancelled.to_string().contains("nothing runs on the server"), "{cancelled}");
+}

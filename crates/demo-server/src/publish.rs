@@ -35,8 +35,8 @@ pub fn modern_call(
     }
     let rounds = args.get("rounds").and_then(Value::as_i64).unwrap_or(1).clamp(1, MAX_ROUNDS);
     let digest = digest(args);
-    let confirmed = match params.and_then(|p| p.get("requestState")) {
-        None => 0,
+    let (confirmed, earlier) = match params.and_then(|p| p.get("requestState")) {
+        None => (0, None),
         Some(Value::String(s)) => read_state(s, &digest)?,
         Some(_) => return Err(invalid_params("params.requestState: must be a string")),
     };
@@ -45,6 +45,7 @@ pub fn modern_call(
         Some(Value::Object(r)) => r.clone(),
         Some(_) => return Err(invalid_params("params.inputResponses: must be an object")),
     };
+    // The destination comes with the first round's answers; later rounds carry it in their state.
     let destination = responses
         .get(ROOTS_KEY)
         .and_then(|r| r.get("roots"))
@@ -52,11 +53,12 @@ pub fn modern_call(
         .and_then(|r| r.first())
         .and_then(|r| r.get("uri"))
         .and_then(Value::as_str)
-        .map(str::to_owned);
+        .map(str::to_owned)
+        .or(earlier);
     let key = confirm_key(confirmed);
     let Some(answer) = responses.get(&key) else {
         // The first call, or a retry without the answer asked for: ask (again), as the spec says.
-        return Ok(ask(args, confirmed, rounds, &digest, envelope));
+        return Ok(ask(args, confirmed, rounds, &digest, destination.as_deref(), envelope));
     };
     let answer: ElicitResult = serde_json::from_value(answer.clone())
         .map_err(|e| invalid_params(format!("params.inputResponses.{key}: not an elicitation result: {e}")))?;
@@ -68,7 +70,7 @@ pub fn modern_call(
         return Ok(complete(result));
     }
     if confirmed + 1 < rounds {
-        return Ok(ask(args, confirmed + 1, rounds, &digest, envelope));
+        return Ok(ask(args, confirmed + 1, rounds, &digest, destination.as_deref(), envelope));
     }
     let title = title(args);
     let to = destination.as_deref().unwrap_or("the demo shelf");
@@ -112,7 +114,14 @@ fn confirm_key(confirmed: i64) -> String {
     format!("confirm-{}", confirmed + 1)
 }
 
-fn ask(args: &Map<String, Value>, confirmed: i64, rounds: i64, digest: &str, envelope: &RequestEnvelope) -> Value {
+fn ask(
+    args: &Map<String, Value>,
+    confirmed: i64,
+    rounds: i64,
+    digest: &str,
+    destination: Option<&str>,
+    envelope: &RequestEnvelope,
+) -> Value {
     let title = title(args);
     let message = if rounds > 1 {
         format!("Publish the demo notes as {title:?}? (confirmation {} of {rounds})", confirmed + 1)
@@ -144,7 +153,7 @@ fn ask(args: &Map<String, Value>, confirmed: i64, rounds: i64, digest: &str, env
     json!({
         "resultType": result_type::INPUT_REQUIRED,
         "inputRequests": requests,
-        "requestState": format!("{STATE_PREFIX}{confirmed}/{digest}"),
+        "requestState": format!("{STATE_PREFIX}{confirmed}/{digest}/{}", destination.unwrap_or_default()),
     })
 }
 
@@ -152,16 +161,20 @@ fn declares_roots(envelope: &RequestEnvelope) -> bool {
     envelope.client_capabilities.as_ref().and_then(|c| c.get("roots")).is_some_and(Value::is_object)
 }
 
-/// How many confirmations the state says were given, refused unless it is this server's for these
-/// arguments.
-fn read_state(state: &str, digest: &str) -> Result<i64, ErrorObject> {
+/// How many confirmations the state says were given, and the destination an earlier round learnt;
+/// refused unless it is this server's for these arguments.
+fn read_state(state: &str, digest: &str) -> Result<(i64, Option<String>), ErrorObject> {
     let refused = || invalid_params("params.requestState: not a state this server gave for these arguments");
     let rest = state.strip_prefix(STATE_PREFIX).ok_or_else(refused)?;
-    let (confirmed, made_for) = rest.split_once('/').ok_or_else(refused)?;
+    let mut parts = rest.splitn(3, '/');
+    let (Some(confirmed), Some(made_for), Some(destination)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(refused());
+    };
     if made_for != digest {
         return Err(refused());
     }
-    confirmed.parse::<i64>().ok().filter(|n| (0..MAX_ROUNDS).contains(n)).ok_or_else(refused)
+    let confirmed = confirmed.parse::<i64>().ok().filter(|n| (0..MAX_ROUNDS).contains(n)).ok_or_else(refused)?;
+    Ok((confirmed, Some(destination.to_owned()).filter(|d| !d.is_empty())))
 }
 
 /// A digest of the arguments (FNV-1a over their JSON): enough to tell another call's state.

@@ -127,6 +127,13 @@ async fn start(
     rec: &TaskRecord,
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
 ) -> Step {
+    // A round the user is still to answer is taken up where it was: the call goes once they have.
+    if let Some(r) = crate::mrtr::resumed(hub, rec) {
+        return match crate::mrtr::answered(hub, rec, r.round, r.number, rx, None, r.made).await {
+            Some(inputs) => send_round(hub, session, rec, rx, Some(inputs), r.number + 1).await,
+            None => Step::Done,
+        };
+    }
     send_round(hub, session, rec, rx, None, 0).await
 }
 
@@ -157,12 +164,20 @@ async fn send_round(
         }
     };
     tokio::pin!(call);
+    // An answer to a round asked before this call went out (by a Taskdeck that has stopped since,
+    // or another process): kept for the round the call brings (`mrtr`).
+    let mut held: Option<Box<AnswerMsg>> = None;
     // A plain call's question is answered while the call is in flight, and in turn with its
     // result: an answer the server took is recorded before the result it led to.
     let started = loop {
         tokio::select! {
             started = &mut call => break Some(started),
             msg = rx.recv() => match msg {
+                Some(DriverMsg::Answer(a)) if crate::mrtr::answers_a_round(&a) => {
+                    if let Some(older) = held.replace(a) {
+                        let _ = older.reply.send(Err(crate::mrtr::not_waiting(rec).into()));
+                    }
+                }
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
                 Some(DriverMsg::Question(q)) => hub.record_question(&rec.id, &rec.server, *q),
                 // Reports are routed by remote id, which this task does not have yet.
@@ -191,6 +206,9 @@ async fn send_round(
         return if hub.gate.halted(&rec.id).is_some() { Step::Halted } else { Step::Done };
     };
     let era = session.era();
+    if let Some(held) = held.take_if(|_| !matches!(started, Ok(Started::InputRequired(_)))) {
+        let _ = held.reply.send(Err(crate::mrtr::not_waiting(rec).into()));
+    }
     match started {
         Ok(Started::Task(handle)) => {
             let rec = match hub.gate.set_remote(
@@ -222,10 +240,12 @@ async fn send_round(
             Step::Done
         }
         // Nothing runs on the server until the call comes again with the answers.
-        Ok(Started::InputRequired(asked)) => match crate::mrtr::answered(hub, rec, *asked, round, rx).await {
-            Some(inputs) => Box::pin(send_round(hub, session, rec, rx, Some(inputs), round + 1)).await,
-            None => Step::Done,
-        },
+        Ok(Started::InputRequired(asked)) => {
+            match crate::mrtr::answered(hub, rec, *asked, round, rx, held, Vec::new()).await {
+                Some(inputs) => Box::pin(send_round(hub, session, rec, rx, Some(inputs), round + 1)).await,
+                None => Step::Done,
+            }
+        }
         Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
         // Nothing ran: the server wants a page finished first, then the call again (`url_mode`).
         Err(e) if url_mode::is_url_required(&e) => match url_mode::finished_before_again(hub, rec, &e, rx).await {

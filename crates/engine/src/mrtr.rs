@@ -30,8 +30,16 @@ pub(crate) async fn answered(
     asked: InputRound,
     round: usize,
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
+    held: Option<Box<AnswerMsg>>,
+    made: Vec<(String, Reply)>,
 ) -> Option<RetryInputs> {
+    let refuse_held = |held: Option<Box<AnswerMsg>>| {
+        if let Some(a) = held {
+            let _ = a.reply.send(Err(not_waiting(rec).into()));
+        }
+    };
     if round >= MAX_ROUNDS {
+        refuse_held(held);
         let message = format!(
             "the server asked for input {MAX_ROUNDS} times on one call without answering it; Taskdeck stopped there"
         );
@@ -39,7 +47,7 @@ pub(crate) async fn answered(
         hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
         return None;
     }
-    let mut responses = Vec::new();
+    let mut responses = made;
     let mut users = Vec::new();
     for q in asked.questions {
         let QuestionKey::InputKey(key) = &q.key else { continue };
@@ -49,12 +57,93 @@ pub(crate) async fn answered(
         }
     }
     if !users.is_empty() {
-        responses.extend(ask_and_wait(hub, rec, users, rx).await?);
-    } else if hub.gate.get(&rec.id).map_or(true, |r| r.status.is_terminal()) {
-        return None;
+        keep(hub, rec, &Kept { round, request_state: asked.request_state.clone(), answered: as_map(&responses) });
+        let answers = ask_and_wait(hub, rec, users, rx, held).await;
+        if answers.is_some() || hub.gate.get(&rec.id).map_or(true, |r| r.status.is_terminal()) {
+            forget(hub, rec);
+        }
+        responses.extend(answers?);
+    } else {
+        refuse_held(held);
+        if hub.gate.get(&rec.id).map_or(true, |r| r.status.is_terminal()) {
+            return None;
+        }
     }
     tracing::info!(task = %rec.id, round, "sending the call again with its input responses");
     Some(RetryInputs { responses, request_state: asked.request_state })
+}
+
+/// Takes up the round a task was waiting on when its driver stopped (Taskdeck stopped, or another
+/// process asked it): its questions are the stored ones, and the state and the responses made
+/// without asking are those kept beside the store. `None` when none was kept: the call is then
+/// sent afresh, and the server asks again.
+pub(crate) fn resumed(hub: &Hub, rec: &TaskRecord) -> Option<Resumed> {
+    if !waits_on_a_round(rec) {
+        return None;
+    }
+    let kept: Kept = std::fs::read(file(hub, rec)).ok().and_then(|b| serde_json::from_slice(&b).ok())?;
+    let questions: Vec<Question> =
+        if rec.questions.is_empty() { rec.question.iter().cloned().collect() } else { rec.questions.clone() };
+    // What was answered without asking goes as it went, asked of nobody again.
+    let made = kept.answered.into_iter().map(|(k, v)| (k, Reply::Result(v))).collect();
+    Some(Resumed { round: InputRound { questions, request_state: kept.request_state }, number: kept.round, made })
+}
+
+/// A round taken up again ([`resumed`]).
+pub(crate) struct Resumed {
+    pub round: InputRound,
+    /// How many rounds went before it.
+    pub number: usize,
+    /// The responses made without asking.
+    pub made: Vec<(String, Reply)>,
+}
+
+/// What a round needs beside the store to be answered after a restart: the server's state, echoed
+/// exactly, and the responses made without asking. Kept as `<data dir>/rounds/<task id>.json`,
+/// private, while the user is asked; removed once answered or ended.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Kept {
+    round: usize,
+    request_state: Option<String>,
+    answered: serde_json::Map<String, serde_json::Value>,
+}
+
+fn file(hub: &Hub, rec: &TaskRecord) -> std::path::PathBuf {
+    // Task ids are Taskdeck's own UUIDs, never a server's text.
+    hub.paths.data_dir.join("rounds").join(format!("{}.json", rec.id))
+}
+
+fn keep(hub: &Hub, rec: &TaskRecord, kept: &Kept) {
+    let path = file(hub, rec);
+    let written = path
+        .parent()
+        .map_or(Ok(()), taskdeck_store::private_fs::create_dir_all)
+        .and_then(|()| taskdeck_store::private_fs::write_atomic(&path, &serde_json::to_vec(kept).unwrap_or_default()));
+    // Only a restart's continuation is lost: the call is then sent afresh.
+    if let Err(e) = written {
+        tracing::warn!(task = %rec.id, "the round's state could not be kept: {e}");
+    }
+}
+
+/// Drops what was kept of the task's round: it ended without it.
+pub(crate) fn forget_round(hub: &Hub, rec: &TaskRecord) {
+    forget(hub, rec);
+}
+
+fn forget(hub: &Hub, rec: &TaskRecord) {
+    let _ = std::fs::remove_file(file(hub, rec));
+}
+
+fn as_map(responses: &[(String, Reply)]) -> serde_json::Map<String, serde_json::Value> {
+    responses
+        .iter()
+        .filter_map(|(k, r)| match r {
+            Reply::Result(v) => Some((k.clone(), v.clone())),
+            Reply::Refused(_) => serde_json::to_value(taskdeck_protocol::elicitation::ElicitResult::decline())
+                .ok()
+                .map(|v| (k.clone(), v)),
+        })
+        .collect()
 }
 
 /// Asks `questions` on the task (all at once when there are several, as a task's are) and waits
@@ -64,6 +153,7 @@ async fn ask_and_wait(
     rec: &TaskRecord,
     questions: Vec<Question>,
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
+    mut held: Option<Box<AnswerMsg>>,
 ) -> Option<Vec<(String, Reply)>> {
     let keys: Vec<QuestionKey> = questions.iter().map(|q| q.key.clone()).collect();
     let action = match questions.as_slice() {
@@ -73,9 +163,15 @@ async fn ask_and_wait(
             Action::Ask { key: keys[0].clone(), update: Update::Questions { questions: questions.clone(), message } }
         }
     };
+    // Asked again after a restart, the same question is no news to the store.
     hub.carry_out(rec, vec![action]);
     loop {
-        match rx.recv().await {
+        // An answer given before the call was sent again answers this round if it asks the same.
+        let next = match held.take() {
+            Some(a) => Some(DriverMsg::Answer(a)),
+            None => rx.recv().await,
+        };
+        match next {
             Some(DriverMsg::Answer(a)) => {
                 let given: Vec<QuestionKey> =
                     std::iter::once(a.key.clone()).chain(a.more.iter().map(|(k, _, _)| k.clone())).collect();
@@ -139,7 +235,26 @@ async fn ask_and_wait(
     }
 }
 
-fn not_waiting(rec: &TaskRecord) -> StoreError {
+/// Whether an answer is to a round's question (a key of the server's own, not a URL-mode one of
+/// Taskdeck's), which waits for the round when it comes before the call is answered.
+pub(crate) fn answers_a_round(a: &AnswerMsg) -> bool {
+    matches!(&a.key, QuestionKey::InputKey(k) if !crate::url_mode::is_own_key(k))
+}
+
+/// Whether a task that stopped without a handle was waiting on a round's questions: nothing runs
+/// on the server then, so it can be driven again, sending the call afresh (the server asks again).
+pub(crate) fn waits_on_a_round(rec: &TaskRecord) -> bool {
+    rec.remote_task_id.is_none()
+        && rec.status == TaskStatus::InputRequired
+        && rec.question.is_some()
+        && rec
+            .question
+            .iter()
+            .chain(&rec.questions)
+            .all(|q| matches!(&q.key, QuestionKey::InputKey(k) if !crate::url_mode::is_own_key(k)))
+}
+
+pub(crate) fn not_waiting(rec: &TaskRecord) -> StoreError {
     StoreError::Refused {
         id: rec.id.clone(),
         current: TaskStatus::InputRequired,
