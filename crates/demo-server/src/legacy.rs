@@ -31,6 +31,7 @@ pub async fn handle_request(conn: &Arc<Conn>, req: Request) {
             Err(e) => Err(e),
         },
         methods::TASKS_LIST => list(conn, params),
+        methods::LOGGING_SET_LEVEL => set_level(conn, params),
         methods::TASKS_CANCEL => return cancel(conn, id, params).await,
         other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
@@ -60,11 +61,24 @@ fn initialize(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject>
         "protocolVersion": taskdeck_protocol::legacy::PROTOCOL_VERSION,
         "capabilities": {
             "tools": {},
+            "logging": {},
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
         },
         "serverInfo": Implementation::new(crate::server::SERVER_NAME, env!("CARGO_PKG_VERSION")),
         "instructions": crate::INSTRUCTIONS,
     }))
+}
+
+/// `logging/setLevel`: entries below `level` are not sent to this connection from now on.
+fn set_level(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+    match level {
+        Some(l) if work::severity(l).is_some() => {
+            conn.state().log_level = Some(l.to_owned());
+            Ok(json!({}))
+        }
+        _ => Err(invalid_params("params.level: must be a log level (debug … emergency)")),
+    }
 }
 
 fn tool_entry(spec: &ToolSpec) -> Value {
@@ -139,7 +153,7 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
                 Ok(row) => row,
                 Err(e) => return conn.respond(id, Err(internal(e))).await,
             };
-            conn.set_owner(&row.id, conn, token);
+            conn.set_owner(&row.id, conn, token, None);
             conn.watch(&row.id);
             tracing::info!(task = %row.id, tool = name, "legacy task created");
             conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;

@@ -88,6 +88,8 @@ pub struct ConnState {
     pub legacy_sampling: bool,
     /// Legacy `elicitation/create` requests awaiting an answer: request id → (task id, question key).
     pub outstanding: HashMap<String, (String, String)>,
+    /// Legacy: the level `logging/setLevel` asked for; every entry is sent until it is called.
+    pub log_level: Option<String>,
     interest: Interest,
 }
 
@@ -97,6 +99,8 @@ pub struct ConnState {
 struct Owner {
     conn: Weak<Conn>,
     token: Option<Value>,
+    /// Modern: the log level the creating request asked for (none: no entries).
+    log_level: Option<String>,
 }
 
 pub struct Server {
@@ -183,8 +187,13 @@ impl Server {
     }
 
     /// Records which connection created a legacy task, for its progress and its question.
-    pub fn set_owner(&self, task_id: &str, conn: &Arc<Conn>, token: Option<Value>) {
-        lock(&self.owners).insert(task_id.to_owned(), Owner { conn: Arc::downgrade(conn), token });
+    pub fn set_owner(&self, task_id: &str, conn: &Arc<Conn>, token: Option<Value>, log_level: Option<String>) {
+        lock(&self.owners).insert(task_id.to_owned(), Owner { conn: Arc::downgrade(conn), token, log_level });
+    }
+
+    /// Modern: the log level the request that created the task asked for.
+    pub fn owner_log_level(&self, task_id: &str) -> Option<String> {
+        lock(&self.owners).get(task_id).and_then(|o| o.log_level.clone())
     }
 
     /// The creating connection, if still open, and the progress token it gave.
@@ -272,8 +281,14 @@ impl Conn {
     /// A connection and the receiving end of its outbound queue, which its transport drains.
     pub fn open(server: &Arc<Server>, era: Option<Era>, interest: Interest) -> (Arc<Self>, mpsc::Receiver<Message>) {
         let (tx, rx) = mpsc::channel(OUT_QUEUE);
-        let state =
-            ConnState { era, legacy_elicitation: false, legacy_sampling: false, outstanding: HashMap::new(), interest };
+        let state = ConnState {
+            era,
+            legacy_elicitation: false,
+            legacy_sampling: false,
+            outstanding: HashMap::new(),
+            log_level: None,
+            interest,
+        };
         let conn =
             Arc::new(Self { server: server.clone(), out: tx, state: Mutex::new(state), running: Mutex::default() });
         (conn, rx)

@@ -43,11 +43,24 @@ pub struct Run {
     task: Option<TaskCtx>,
     /// Plain calls: the requesting connection and the request's own progress token.
     inline: Option<(Arc<Conn>, Option<Value>)>,
+    /// Modern plain calls: the log level the request asked for (none: no entries).
+    inline_level: Option<String>,
 }
 
 impl Run {
     pub fn inline(conn: &Arc<Conn>, progress_token: Option<Value>) -> Self {
-        Self { server: conn.server.clone(), task: None, inline: Some((conn.clone(), progress_token)) }
+        Self {
+            server: conn.server.clone(),
+            task: None,
+            inline: Some((conn.clone(), progress_token)),
+            inline_level: None,
+        }
+    }
+
+    /// A modern plain call's run, sending the log entries its request asked for.
+    pub fn logging_at(mut self, level: Option<String>) -> Self {
+        self.inline_level = level;
+        self
     }
 
     /// Re-reads the task and says whether it may go on.
@@ -106,12 +119,31 @@ impl Run {
     /// An MCP log entry (`notifications/message`) about this run, in either era, to the connection
     /// that asked for it, tied to its task by the related-task `_meta`: a host shows it with the task.
     fn log(&self, level: &str, text: String) {
+        self.log_as("demo.report", level, text);
+    }
+
+    /// [`Run::log`] under another logger. The level the client asked for decides: in 2025-11-25
+    /// the connection's `logging/setLevel` (everything until it is called); in 2026-07-28 the
+    /// request's `_meta` level, without which nothing is sent.
+    fn log_as(&self, logger: &str, level: &str, text: String) {
         let (to, related) = match &self.task {
             None => (self.inline.clone(), None),
             Some(t) => (self.server.owner(&t.id), Some(&t.id)),
         };
         let Some((conn, _)) = to else { return };
-        let mut params = json!({"level": level, "logger": "demo.report", "data": text});
+        let era = self.task.as_ref().map(|t| t.era).or(conn.state().era);
+        let wanted = match era {
+            Some(Era::Modern) => match &self.task {
+                Some(t) => self.server.owner_log_level(&t.id),
+                None => self.inline_level.clone(),
+            },
+            _ => Some(conn.state().log_level.clone().unwrap_or_else(|| "debug".into())),
+        };
+        let sent = wanted.as_deref().and_then(severity).zip(severity(level)).is_some_and(|(min, this)| this >= min);
+        if !sent {
+            return;
+        }
+        let mut params = json!({"level": level, "logger": logger, "data": text});
         if let Some(id) = related {
             params["_meta"] = json!({ meta::RELATED_TASK: {"taskId": id} });
         }
@@ -146,10 +178,15 @@ pub async fn run_tool(
         GENERATE_REPORT => generate_report(run, args, checkpoint).await,
         DIAGNOSE_INCIDENT => diagnose_incident(run, args, row).await,
         NOTES_SEARCH => {
+            let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
+            run.log_as("demo.notes", "debug", format!("searching {} notes for {query:?}", NOTES.len()));
             if let Some(ms) = args.get("delay_ms").and_then(Value::as_u64) {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            Ok(notes_search(args))
+            let result = notes_search(args);
+            let found = result.structured_content.as_ref().and_then(|c| c["matches"].as_array()).map_or(0, Vec::len);
+            run.log_as("demo.notes", "info", format!("found {found} notes matching {query:?}"));
+            Ok(result)
         }
         FLAKY_EXPORT => flaky_export(run, args).await,
         COUNT => count(run, args, checkpoint).await,
@@ -600,7 +637,12 @@ pub fn spawn(server: &Arc<Server>, row: TaskRow) {
     tokio::spawn(async move {
         let id = row.id.clone();
         let era = row.era;
-        let run = Run { server: server.clone(), task: Some(TaskCtx { id: id.clone(), era, waker }), inline: None };
+        let run = Run {
+            server: server.clone(),
+            task: Some(TaskCtx { id: id.clone(), era, waker }),
+            inline: None,
+            inline_level: None,
+        };
         let args = row.arguments.as_object().cloned().unwrap_or_default();
         let outcome = match run.check() {
             Ok(_) => run_tool(&run, &row.tool, &args, Some(&row)).await,
@@ -632,6 +674,14 @@ fn finish(server: &Server, id: &str, era: Era, outcome: Result<CallToolResult, S
         Ok(false) => {}
         Err(e) => tracing::error!(task = %id, "finishing: {e}"),
     }
+}
+
+/// A log level's severity, lowest first (RFC 5424's order); `None` for a word that is no level.
+pub fn severity(level: &str) -> Option<u8> {
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+        .iter()
+        .position(|l| *l == level)
+        .map(|p| p as u8)
 }
 
 /// A JSON-RPC error for a task that failed for a reason outside the tool.

@@ -147,7 +147,9 @@ async fn send_round(
     inputs: Option<RetryInputs>,
     round: usize,
 ) -> Step {
-    let plain = rec.mode == Mode::Call;
+    // Where a log entry without a task's id belongs: a plain call's, or in 2026-07-28 any call's,
+    // whose entries come on its request until it is answered (a task's handle included).
+    let plain = rec.mode == Mode::Call || session.era() == taskdeck_protocol::Era::Modern;
     if plain {
         hub.live.call_started(&rec.server, &rec.id);
     }
