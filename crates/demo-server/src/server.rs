@@ -111,9 +111,14 @@ pub struct Server {
     wakers: Mutex<HashMap<String, Arc<Notify>>>,
     /// Modern progress, reported in `tasks/get` `_meta`; memory only, rebuilt from the checkpoint.
     progress: Mutex<HashMap<String, TaskProgress>>,
+    /// When each task's subscribers last heard of its progress.
+    progress_pushed: Mutex<HashMap<String, std::time::Instant>>,
     owners: Mutex<HashMap<String, Owner>>,
     seq: AtomicU64,
 }
+
+/// How often a modern task's subscribers hear of its progress at most.
+pub const PROGRESS_PUSH_EVERY: Duration = Duration::from_millis(50);
 
 /// Outbound queue depth. Responses wait for room; progress is dropped when the client lags.
 pub const OUT_QUEUE: usize = 1024;
@@ -144,6 +149,7 @@ impl Server {
             events: broadcast::channel(1024).0,
             wakers: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
+            progress_pushed: Mutex::new(HashMap::new()),
             owners: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(1),
         })
@@ -180,6 +186,25 @@ impl Server {
 
     pub fn set_progress(&self, task_id: &str, p: TaskProgress) {
         lock(&self.progress).insert(task_id.to_owned(), p);
+    }
+
+    /// Tells the task's subscribers its progress moved, at most once per [`PROGRESS_PUSH_EVERY`]:
+    /// a fast count must not become a flood of notifications (the polls show the rest).
+    pub fn progress_changed(&self, task_id: &str) {
+        let now = std::time::Instant::now();
+        let due = {
+            let mut last = lock(&self.progress_pushed);
+            match last.get(task_id) {
+                Some(at) if now.duration_since(*at) < PROGRESS_PUSH_EVERY => false,
+                _ => {
+                    last.insert(task_id.to_owned(), now);
+                    true
+                }
+            }
+        };
+        if due {
+            self.changed(task_id);
+        }
     }
 
     pub fn progress_of(&self, task_id: &str) -> Option<TaskProgress> {

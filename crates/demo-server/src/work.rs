@@ -104,6 +104,8 @@ impl Run {
             Some(t) if t.era == Era::Modern => {
                 let p = TaskProgress { progress: progress as f64, total: Some(total as f64), message: Some(message) };
                 self.server.set_progress(&t.id, p);
+                // Subscribers hear it with the task (its `_meta`), as a poll would show it.
+                self.server.progress_changed(&t.id);
                 return;
             }
             Some(t) => (self.server.owner(&t.id), Some(&t.id)),
