@@ -133,10 +133,10 @@ impl Session {
             params.insert("task".into(), Value::Object(task));
         }
         let timeout = if as_task { self.shared.opts.request_timeout } else { self.shared.opts.call_timeout };
-        // A task-augmented request is cancelled with tasks/cancel once it is a task, never with
-        // notifications/cancelled (2025-11-25): only a plain call can be cancelled in flight.
-        let token = if as_task { None } else { opts.progress_token.as_deref() };
-        let result = self.tools_call(params, timeout, token).await?;
+        // Until it is answered even a task-augmented call is a request only, with no task to name
+        // in a tasks/cancel: it is cancelled in flight like a plain call. Once it is a task,
+        // tasks/cancel is the only way (2025-11-25).
+        let result = self.tools_call(params, timeout, opts.progress_token.as_deref()).await?;
         if legacy::tasks::CreateTaskResult::matches(&result) {
             let created: legacy::tasks::CreateTaskResult =
                 serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
@@ -203,9 +203,9 @@ impl Session {
     /// yet: `notifications/cancelled` with its request id, which the stdio and legacy HTTP
     /// transports send and the modern HTTP transport carries out by closing the request's stream.
     /// `Ok(true)` when the server was told; `Ok(false)` when no such call is in flight (answered
-    /// already, or a legacy task-augmented call, which only `tasks/cancel` may stop). The call
-    /// itself goes on waiting until its caller drops it: a server that answers anyway (it may
-    /// have finished first) is heard.
+    /// already: a task it became is stopped with `tasks/cancel`). The call itself goes on waiting
+    /// until its caller drops it: a server that answers anyway (it may have finished first, or
+    /// made the task before it read the cancel) is heard.
     pub fn cancel_call(&self, progress_token: &str, reason: &str) -> Result<bool, ClientError> {
         let id = self.lock_state().calls.get(progress_token).cloned();
         let Some(id) = id else { return Ok(false) };

@@ -93,6 +93,29 @@ pub fn task_id(params: Option<&Value>) -> Result<&str, ErrorObject> {
     }
 }
 
+/// Makes a legacy task for a task-augmented call and answers the call with its handle.
+async fn make_task(conn: Arc<Conn>, id: RequestId, name: &'static str, args: Value, token: Option<Value>, ttl_ms: i64) {
+    let inserted = conn.store().insert(NewTask {
+        tool: name,
+        arguments: &args,
+        era: Era::Legacy,
+        progress_token: token.as_ref(),
+        ttl_ms,
+        poll_interval_ms: conn.cfg.poll_interval_ms,
+        client_elicitation: false,
+        client_sampling: false,
+    });
+    let row = match inserted {
+        Ok(row) => row,
+        Err(e) => return conn.respond(id, Err(internal(e))).await,
+    };
+    conn.set_owner(&row.id, &conn, token, None);
+    conn.watch(&row.id);
+    tracing::info!(task = %row.id, tool = name, "legacy task created");
+    conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;
+    work::spawn(&conn.server, row);
+}
+
 pub fn task_json(row: &TaskRow) -> Value {
     let task = Task {
         task_id: row.id.clone(),
@@ -138,26 +161,23 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
             if !task.is_object() {
                 return conn.respond(id, Err(invalid_params("params.task: must be an object"))).await;
             }
-            let args = Value::Object(call.args);
-            let inserted = conn.store().insert(NewTask {
-                tool: name,
-                arguments: &args,
-                era: Era::Legacy,
-                progress_token: token.as_ref(),
-                ttl_ms: conn.ttl_for(ttl),
-                poll_interval_ms: conn.cfg.poll_interval_ms,
-                client_elicitation: false,
-                client_sampling: false,
-            });
-            let row = match inserted {
-                Ok(row) => row,
-                Err(e) => return conn.respond(id, Err(internal(e))).await,
-            };
-            conn.set_owner(&row.id, conn, token, None);
-            conn.watch(&row.id);
-            tracing::info!(task = %row.id, tool = name, "legacy task created");
-            conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;
-            work::spawn(&conn.server, row);
+            let ttl_ms = conn.ttl_for(ttl);
+            let made = make_task(conn.clone(), id.clone(), name, Value::Object(call.args), token, ttl_ms);
+            match conn.cfg.handle_delay_ms {
+                None => made.await,
+                Some(ms) => {
+                    let late = async move {
+                        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                        made.await
+                    };
+                    // Registered, a cancel before the task exists stops it from being made.
+                    if conn.cfg.handle_despite_cancel {
+                        tokio::spawn(late);
+                    } else {
+                        conn.spawn_for(&id, late);
+                    }
+                }
+            }
         }
         (_, None) => {
             // A plain call to an optional tool may still take a while: run it beside the reader.

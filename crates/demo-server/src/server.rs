@@ -37,6 +37,10 @@ pub struct Config {
     pub purge_interval: Duration,
     /// `--listen-for-ms`: subscriptions are dropped after this long (testing clients).
     pub listen_for_ms: Option<u64>,
+    /// `--handle-delay-ms`: legacy task handles come this late (testing clients).
+    pub handle_delay_ms: Option<u64>,
+    /// `--handle-despite-cancel`: and a cancel meanwhile does not stop them.
+    pub handle_despite_cancel: bool,
 }
 
 /// Which legacy tasks a connection hears about (status notifications, questions).

@@ -149,7 +149,7 @@ async fn send_round(
 ) -> Step {
     // Where a log entry without a task's id belongs: a plain call's, or in 2026-07-28 any call's,
     // whose entries come on its request until it is answered (a task's handle included).
-    let plain = rec.mode == Mode::Call || session.era() == taskdeck_protocol::Era::Modern;
+    let plain = plain_or_modern_call(rec, session);
     if plain {
         hub.live.call_started(&rec.server, &rec.id);
     }
@@ -188,6 +188,9 @@ async fn send_round(
                 // call's answer is nobody's now, and dropping the call stops waiting for it.
                 Some(DriverMsg::Wake) => {
                     if hub.gate.get(&rec.id).is_ok_and(|r| r.status.is_terminal()) {
+                        if !plain_or_modern_call(rec, session) {
+                            cancel_late_handle(session, rec, &mut call).await;
+                        }
                         break None;
                     }
                 }
@@ -227,6 +230,13 @@ async fn send_round(
                 }
                 Err(e) => {
                     tracing::debug!(task = %rec.id, "handle not recorded: {e}");
+                    // Cancelled here while the handle was on its way: the task it names is not
+                    // left running on the server.
+                    if hub.gate.get(&rec.id).is_ok_and(|r| r.status == TaskStatus::Cancelled)
+                        && let Err(e) = session.cancel_task(&handle.task_id).await
+                    {
+                        tracing::warn!(task = %rec.id, "a task made after its call was cancelled could not be cancelled: {e}");
+                    }
                     return Step::Done;
                 }
             };
@@ -261,6 +271,35 @@ async fn send_round(
             }
             hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
             Step::Done
+        }
+    }
+}
+
+/// Whether the call is a request only until it is answered (a plain call, or any call in
+/// 2026-07-28, where a task handle is just an answer): not a legacy task-augmented call.
+fn plain_or_modern_call(rec: &TaskRecord, session: &Session) -> bool {
+    rec.mode == Mode::Call || session.era() == taskdeck_protocol::Era::Modern
+}
+
+/// How long a legacy task-augmented call cancelled before its handle came is still listened to.
+const LATE_HANDLE_WAIT: Duration = Duration::from_secs(30);
+
+/// A legacy task-augmented call cancelled before its handle came: the server was told with
+/// `notifications/cancelled`, but one that made the task before it read that answers with the
+/// handle anyway, and the task would run on with nobody following it. It is cancelled with
+/// `tasks/cancel` as soon as it comes.
+async fn cancel_late_handle(
+    session: &Session,
+    rec: &TaskRecord,
+    call: &mut std::pin::Pin<&mut impl std::future::Future<Output = Result<Started, ClientError>>>,
+) {
+    let Ok(Ok(Started::Task(handle))) = tokio::time::timeout(LATE_HANDLE_WAIT, call.as_mut()).await else { return };
+    match session.cancel_task(&handle.task_id).await {
+        Ok(_) => {
+            tracing::info!(task = %rec.id, remote = %handle.task_id, "a task made after its call was cancelled is cancelled too")
+        }
+        Err(e) => {
+            tracing::warn!(task = %rec.id, remote = %handle.task_id, "a task made after its call was cancelled could not be cancelled: {e}")
         }
     }
 }
