@@ -413,3 +413,43 @@ fn same_task(session: &Session, method: &str, asked: &str, s: TaskSnapshot) -> R
         answered: s.task_id,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use taskdeck_protocol::question::{Asks, QuestionKey};
+
+    use super::input_round;
+
+    #[test]
+    fn an_input_required_result_becomes_a_round_of_questions_with_its_state() {
+        let round = input_round(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "ok": {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?",
+                    "requestedSchema": {"type": "object", "properties": {"yes": {"type": "boolean"}}}}},
+                "where": {"method": "roots/list", "params": {}},
+            },
+            "requestState": "opaque",
+        }))
+        .unwrap();
+        assert_eq!(round.request_state.as_deref(), Some("opaque"));
+        assert_eq!(round.questions[0].key, QuestionKey::InputKey("ok".into()));
+        assert_eq!(round.questions[0].message.as_deref(), Some("Sure?"));
+        assert_eq!(round.questions[1].asks, Asks::Roots);
+        // A state alone is a round too: the call goes again at once with it.
+        let bare = input_round(json!({"resultType": "input_required", "requestState": "s"})).unwrap();
+        assert!(bare.questions.is_empty());
+    }
+
+    #[test]
+    fn an_input_required_result_that_cannot_be_answered_is_refused() {
+        let refused = |v| input_round(v).unwrap_err();
+        assert!(refused(json!({"resultType": "input_required"})).contains("neither"));
+        assert!(refused(json!({"inputRequests": []})).contains("not an object"));
+        assert!(refused(json!({"requestState": 7})).contains("not a string"));
+        assert!(refused(json!({"inputRequests": {"k": "no"}})).contains("\"k\""));
+        let huge = "s".repeat(taskdeck_protocol::limits::REQUEST_STATE_BYTES + 1);
+        assert!(refused(json!({"requestState": huge})).contains("more than"));
+    }
+}
