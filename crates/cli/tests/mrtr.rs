@@ -220,3 +220,33 @@ fn a_call_cancelled_between_rounds_says_nothing_ran_on_the_server() {
     assert_eq!(cancelled["data"]["server_told"], false, "{cancelled}");
     assert!(cancelled.to_string().contains("nothing runs on the server"), "{cancelled}");
 }
+
+#[test]
+fn two_questions_of_one_round_are_answered_together_and_go_back_in_one_retry() {
+    let env = Env::stdio("modern");
+    let out = publish(&env, json!({"blurb": true}), &[r#"{"publish": true}"#, r#"{"text": "Fresh notes, all five."}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let t = out.json();
+    assert_eq!(t["result"]["structuredContent"]["blurb"], "Fresh notes, all five.", "{t}");
+    let shown = env.show(t["id"].as_str().unwrap());
+    let answer = shown["events"].as_array().unwrap().iter().find(|e| e["kind"] == "answer").unwrap();
+    assert_eq!(answer["data"]["answers"].as_array().map(Vec::len), Some(2), "one answer event for both: {answer}");
+    assert_eq!(answer["data"]["answers"][1]["sampling"]["approved_by"], "user", "{answer}");
+}
+
+#[test]
+fn one_answer_for_a_round_of_two_is_refused_and_the_call_still_waits() {
+    let env = Env::stdio("modern");
+    let out = publish(&env, json!({"blurb": true}), &[]);
+    assert_eq!(out.code, 3, "{out:?}");
+    let id = only_id(&env);
+    assert_eq!(env.show(&id)["questions"].as_array().map(Vec::len), Some(2));
+    let out = env.run(&["answer", &id, "--json", r#"{"publish": true}"#]);
+    assert_ne!(out.code, 0, "{out:?}");
+    assert!(out.stderr.contains("2 questions are pending"), "{out:?}");
+    let still = env.show(&id);
+    assert_eq!(still["status"], "input_required", "{still}");
+    let out = env.run(&["answer", &id, "--json", r#"{"publish": true}"#, "--json", r#"{"text": "Out now."}"#]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(env.show(&id)["result"]["structuredContent"]["blurb"], "Out now.");
+}

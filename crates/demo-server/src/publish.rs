@@ -21,6 +21,7 @@ use crate::server::invalid_params;
 pub const MAX_ROUNDS: i64 = 20;
 const STATE_PREFIX: &str = "publish_notes/v1/";
 const ROOTS_KEY: &str = "destination";
+const BLURB_KEY: &str = "blurb";
 
 /// The answer to one `tools/call` of `publish_notes` in the modern era: an `input_required`
 /// result, or the tool's result once every confirmation is in.
@@ -72,6 +73,16 @@ pub fn modern_call(
     if confirmed + 1 < rounds {
         return Ok(ask(args, confirmed + 1, rounds, &digest, destination.as_deref(), envelope));
     }
+    // Asked with the last confirmation: a model's line to publish them with.
+    let blurb = responses
+        .get(BLURB_KEY)
+        .and_then(|r| r.get("content"))
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .map(|t| t.chars().take(500).collect::<String>());
+    if wants_blurb(args, envelope) && blurb.is_none() {
+        return Ok(ask(args, confirmed, rounds, &digest, destination.as_deref(), envelope));
+    }
     let title = title(args);
     let to = destination.as_deref().unwrap_or("the demo shelf");
     let mut result = CallToolResult::text(format!(
@@ -83,6 +94,7 @@ pub fn modern_call(
         "title": title,
         "confirmations": rounds,
         "destination": destination,
+        "blurb": blurb,
     }));
     Ok(complete(result))
 }
@@ -150,11 +162,26 @@ fn ask(
     if confirmed == 0 && declares_roots(envelope) {
         requests.insert(ROOTS_KEY.into(), json!({"method": methods::ROOTS_LIST, "params": {}}));
     }
+    if confirmed + 1 == rounds && wants_blurb(args, envelope) {
+        let prompt = format!("Write one line announcing the demo notes published as {title:?}.");
+        requests.insert(
+            BLURB_KEY.into(),
+            json!({"method": methods::SAMPLING_CREATE_MESSAGE, "params": {
+                "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                "maxTokens": 60,
+            }}),
+        );
+    }
     json!({
         "resultType": result_type::INPUT_REQUIRED,
         "inputRequests": requests,
         "requestState": format!("{STATE_PREFIX}{confirmed}/{digest}/{}", destination.unwrap_or_default()),
     })
+}
+
+/// `blurb: true`, from a client that can be asked for a model's reply.
+fn wants_blurb(args: &Map<String, Value>, envelope: &RequestEnvelope) -> bool {
+    args.get("blurb").and_then(Value::as_bool) == Some(true) && envelope.declares_sampling()
 }
 
 fn declares_roots(envelope: &RequestEnvelope) -> bool {

@@ -192,7 +192,10 @@ pub const TOOLS: [ToolSpec; 8] = [
                     "title": {"type": "string", "minLength": 1, "maxLength": 200,
                         "description": "What to publish them as."},
                     "rounds": {"type": "integer", "minimum": 1, "maximum": crate::publish::MAX_ROUNDS,
-                        "description": "How many confirmations to ask for, one after the other (default 1)."}
+                        "description": "How many confirmations to ask for, one after the other (default 1)."},
+                    "blurb": {"type": "boolean",
+                        "description": "Also ask the client's language model for a line to publish them with, \
+                                        with the last confirmation (two questions at once)."}
                 }
             })
         },
@@ -213,7 +216,7 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         COUNT => &["n", "delay_ms"],
         SUMMARIZE_FINDINGS => &["topic"],
         PLAN_RELEASE => &["version"],
-        PUBLISH_NOTES => &["title", "rounds"],
+        PUBLISH_NOTES => &["title", "rounds", "blurb"],
         other => return Err(format!("unknown tool {other:?}")),
     };
     if let Some(extra) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -251,6 +254,9 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         PUBLISH_NOTES => {
             text(args, "title", false)?;
             integer(args, "rounds", false, 1, crate::publish::MAX_ROUNDS)?;
+            if args.get("blurb").is_some_and(|b| !b.is_boolean()) {
+                return Err("arguments.blurb: must be a boolean".into());
+            }
         }
         _ => {}
     }

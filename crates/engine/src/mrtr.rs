@@ -176,7 +176,18 @@ async fn ask_and_wait(
                 let given: Vec<QuestionKey> =
                     std::iter::once(a.key.clone()).chain(a.more.iter().map(|(k, _, _)| k.clone())).collect();
                 if given != keys {
-                    let _ = a.reply.send(Err(not_waiting(rec).into()));
+                    // The server reads the round's answers together, from one retry: a part of
+                    // them cannot go on its own.
+                    let refusal = if given.iter().all(|k| keys.contains(k)) {
+                        let message = format!(
+                            "{} questions are pending for this call: give one answer for each, in order",
+                            keys.len()
+                        );
+                        crate::error::EngineError::InvalidAnswer { path: String::new(), message }
+                    } else {
+                        not_waiting(rec).into()
+                    };
+                    let _ = a.reply.send(Err(refusal));
                     continue;
                 }
                 let AnswerMsg { key, response, note, more, reply } = *a;
