@@ -55,7 +55,8 @@ async fn lifecycle(session: &Session, tool: &str, arguments: &Value, n: usize, p
             plain.fetch_add(1, Ordering::Relaxed);
             return !r.is_error();
         }
-        Err(_) => return false,
+        // A benchmark has nobody to answer a server's questions.
+        Ok(Started::InputRequired(_)) | Err(_) => return false,
     };
     if session.era() == Era::Legacy {
         return session.task_result(&handle.task_id).await.is_ok_and(|r| !r.is_error());
