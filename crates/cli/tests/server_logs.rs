@@ -71,9 +71,10 @@ fn report(env: &Env) -> Value {
     env.json(&["show", t["id"].as_str().unwrap(), "--json"])
 }
 
-/// Runs a search (a plain call in both eras) and returns `show --json` of it.
-fn search(env: &Env) -> Value {
-    let t = env.json(&["run", "demo", "notes_search", "--args", r#"{"query": "deploy"}"#, "--json"]);
+/// Publishes the notes (a plain call in both eras, asking a confirmation first in the modern one)
+/// and returns `show --json` of it.
+fn publish(env: &Env) -> Value {
+    let t = env.json(&["run", "demo", "publish_notes", "--answer", r#"{"publish": true}"#, "--json"]);
     assert_eq!(t["status"], "completed", "{t}");
     env.json(&["show", t["id"].as_str().unwrap(), "--json"])
 }
@@ -98,7 +99,7 @@ fn a_level_above_the_entries_keeps_them_from_coming_in_both_eras() {
         let env = Env::demo(era, Some("warning"));
         let shown = report(&env);
         assert_eq!(shown["server_log"], json!([]), "{era}: {shown}");
-        let shown = search(&env);
+        let shown = publish(&env);
         assert_eq!(shown["server_log"], json!([]), "{era}: {shown}");
         assert_eq!(env.mcp_lines(), Vec::<Value>::new(), "{era}: nothing below warning is sent");
     }
@@ -108,14 +109,30 @@ fn a_level_above_the_entries_keeps_them_from_coming_in_both_eras() {
 fn a_plain_calls_entries_name_it_and_debug_comes_only_when_asked_for() {
     for era in ["legacy", "modern"] {
         let env = Env::demo(era, Some("debug"));
-        let shown = search(&env);
-        let mine = texts(shown["server_log"].as_array().unwrap());
-        assert!(mine.iter().any(|t| t.starts_with("searching 5 notes")), "{era}: the debug entry: {shown}");
-        assert!(mine.iter().any(|t| t.starts_with("found 1 notes matching")), "{era}: {shown}");
+        let shown = publish(&env);
+        let mine = shown["server_log"].as_array().unwrap();
+        assert_eq!(mine.len(), 2, "{era}: the debug entry and the info one: {shown}");
+        assert_eq!(mine[0]["level"], "debug", "{era}: {mine:?}");
+        assert!(texts(mine)[1].starts_with("published 5 notes"), "{era}: {mine:?}");
+        assert!(mine.iter().all(|l| l["logger"] == "demo.publish"), "{era}: {mine:?}");
 
         let env = Env::demo(era, Some("info"));
-        let shown = search(&env);
+        let shown = publish(&env);
         let mine = texts(shown["server_log"].as_array().unwrap());
         assert_eq!(mine.len(), 1, "{era}: the info entry alone: {shown}");
     }
+}
+
+#[test]
+fn over_modern_http_a_plain_calls_entries_come_on_its_own_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = taskdeck_test_support::demo_server_http(&dir.path().join("demo-state"), "127.0.0.1:0");
+    let mut entry = server.entry(Some("modern"));
+    entry["logLevel"] = json!("debug");
+    let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let env = Env { dir, config };
+    let shown = publish(&env);
+    let mine = texts(shown["server_log"].as_array().unwrap());
+    assert_eq!(mine.len(), 2, "the debug entry of the first call and the info one of its retry: {shown}");
+    drop(server);
 }

@@ -172,7 +172,16 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
     };
     let name = call.spec.name;
     if name == tools::PUBLISH_NOTES {
-        return conn.respond(id, crate::publish::modern_call(&call.args, params, envelope)).await;
+        let mut entries = Vec::new();
+        let answer = crate::publish::modern_call(&call.args, params, envelope, &mut entries);
+        // Before the answer, on the request's own stream, at the level the request asked for.
+        for (level, text) in entries {
+            if crate::work::wanted_at(envelope.log_level.as_deref(), level) {
+                let entry = json!({"level": level, "logger": crate::publish::LOGGER, "data": text});
+                conn.send(Message::notification(methods::LOG_MESSAGE, Some(entry))).await;
+            }
+        }
+        return conn.respond(id, answer).await;
     }
     let as_task = match call.spec.task_support {
         TaskSupport::Forbidden => false,

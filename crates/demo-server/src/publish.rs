@@ -20,6 +20,8 @@ use crate::server::invalid_params;
 /// The most confirmations one call may be made to ask for (`rounds`).
 pub const MAX_ROUNDS: i64 = 20;
 const STATE_PREFIX: &str = "publish_notes/v1/";
+/// The logger of the entries it sends.
+pub const LOGGER: &str = "demo.publish";
 const ROOTS_KEY: &str = "destination";
 const BLURB_KEY: &str = "blurb";
 
@@ -29,6 +31,7 @@ pub fn modern_call(
     args: &Map<String, Value>,
     params: Option<&Value>,
     envelope: &RequestEnvelope,
+    log: &mut Vec<(&'static str, String)>,
 ) -> Result<Value, ErrorObject> {
     if !envelope.declares_elicitation() {
         return Err(ErrorObject::new(codes::MISSING_REQUIRED_CLIENT_CAPABILITY, "Missing required client capability")
@@ -59,6 +62,7 @@ pub fn modern_call(
     let key = confirm_key(confirmed);
     let Some(answer) = responses.get(&key) else {
         // The first call, or a retry without the answer asked for: ask (again), as the spec says.
+        log.push(("debug", format!("asking for confirmation {} of {rounds}", confirmed + 1)));
         return Ok(ask(args, confirmed, rounds, &digest, destination.as_deref(), envelope));
     };
     let answer: ElicitResult = serde_json::from_value(answer.clone())
@@ -71,6 +75,7 @@ pub fn modern_call(
         return Ok(complete(result));
     }
     if confirmed + 1 < rounds {
+        log.push(("debug", format!("asking for confirmation {} of {rounds}", confirmed + 2)));
         return Ok(ask(args, confirmed + 1, rounds, &digest, destination.as_deref(), envelope));
     }
     // Asked with the last confirmation: a model's line to publish them with.
@@ -85,6 +90,7 @@ pub fn modern_call(
     }
     let title = title(args);
     let to = destination.as_deref().unwrap_or("the demo shelf");
+    log.push(("info", format!("published {} notes as {title:?}", crate::work::NOTES.len())));
     let mut result = CallToolResult::text(format!(
         "Published {} demo notes as {title:?} to {to} after {rounds} confirmation(s).",
         crate::work::NOTES.len()
@@ -100,8 +106,10 @@ pub fn modern_call(
 }
 
 /// The legacy era has no input before a call returns: the notes are published at once.
-pub fn legacy_call(args: &Map<String, Value>) -> CallToolResult {
+pub fn legacy_call(args: &Map<String, Value>, log: &mut Vec<(&'static str, String)>) -> CallToolResult {
     let title = title(args);
+    log.push(("debug", "publishing without asking (2025-11-25)".to_owned()));
+    log.push(("info", format!("published {} notes as {title:?}", crate::work::NOTES.len())));
     let mut result = CallToolResult::text(format!(
         "Published {} demo notes as {title:?} (2025-11-25: published without asking).",
         crate::work::NOTES.len()

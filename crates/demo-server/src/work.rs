@@ -141,8 +141,7 @@ impl Run {
             },
             _ => Some(conn.state().log_level.clone().unwrap_or_else(|| "debug".into())),
         };
-        let sent = wanted.as_deref().and_then(severity).zip(severity(level)).is_some_and(|(min, this)| this >= min);
-        if !sent {
+        if !wanted_at(wanted.as_deref(), level) {
             return;
         }
         let mut params = json!({"level": level, "logger": logger, "data": text});
@@ -180,22 +179,24 @@ pub async fn run_tool(
         GENERATE_REPORT => generate_report(run, args, checkpoint).await,
         DIAGNOSE_INCIDENT => diagnose_incident(run, args, row).await,
         NOTES_SEARCH => {
-            let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
-            run.log_as("demo.notes", "debug", format!("searching {} notes for {query:?}", NOTES.len()));
             if let Some(ms) = args.get("delay_ms").and_then(Value::as_u64) {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }
-            let result = notes_search(args);
-            let found = result.structured_content.as_ref().and_then(|c| c["matches"].as_array()).map_or(0, Vec::len);
-            run.log_as("demo.notes", "info", format!("found {found} notes matching {query:?}"));
-            Ok(result)
+            Ok(notes_search(args))
         }
         FLAKY_EXPORT => flaky_export(run, args).await,
         COUNT => count(run, args, checkpoint).await,
         SUMMARIZE_FINDINGS => summarize_findings(run, args, row).await,
         PLAN_RELEASE => plan_release(run, args, row).await,
         // Reached in the legacy era only: the modern one asks first (`publish::modern_call`).
-        PUBLISH_NOTES => Ok(crate::publish::legacy_call(args)),
+        PUBLISH_NOTES => {
+            let mut entries = Vec::new();
+            let result = crate::publish::legacy_call(args, &mut entries);
+            for (level, text) in entries {
+                run.log_as(crate::publish::LOGGER, level, text);
+            }
+            Ok(result)
+        }
         other => Ok(CallToolResult::error_text(format!("unknown tool {other:?}"))),
     }
 }
@@ -676,6 +677,12 @@ fn finish(server: &Server, id: &str, era: Era, outcome: Result<CallToolResult, S
         Ok(false) => {}
         Err(e) => tracing::error!(task = %id, "finishing: {e}"),
     }
+}
+
+/// Whether an entry of `level` goes to a client that asked for `wanted` and above (nothing when it
+/// asked for nothing).
+pub fn wanted_at(wanted: Option<&str>, level: &str) -> bool {
+    wanted.and_then(severity).zip(severity(level)).is_some_and(|(min, this)| this >= min)
 }
 
 /// A log level's severity, lowest first (RFC 5424's order); `None` for a word that is no level.
