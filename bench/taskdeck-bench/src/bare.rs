@@ -139,6 +139,8 @@ async fn run_one(
             plain.fetch_add(1, Ordering::Relaxed);
             return (!r.is_error(), text(&r));
         }
+        // A benchmark has nobody to answer a server's questions.
+        Ok(Started::InputRequired(_)) => return (false, "the server asked a question".into()),
         Err(e) => return (false, e.to_string()),
     };
     if let Some(f) = floor

@@ -14,6 +14,17 @@ use crate::terminal;
 /// How often `--follow` looks at the file: a log is read by a person.
 const FOLLOW_EVERY: Duration = Duration::from_millis(250);
 
+/// The lines of `server`'s log that name the task `id` (or its remote id, for an entry that came
+/// before the handle was known), as `show` gives them.
+pub fn of_task(paths: &Paths, server: &str, id: &str, remote: Option<&str>) -> Vec<LogLine> {
+    let mut reader = ServerLogReader::new(&paths.log_dir(), server);
+    reader
+        .read_all()
+        .into_iter()
+        .filter(|l| l.task.as_deref() == Some(id) || (remote.is_some() && l.remote_task.as_deref() == remote))
+        .collect()
+}
+
 pub async fn logs(paths: &Paths, server: &str, follow: bool, json: bool) -> Result<u8> {
     let config = Config::load(paths).map_err(|e| CliError::usage(e.to_string()))?;
     let known = config.server(server).is_some()
@@ -61,7 +72,7 @@ fn print(lines: &[LogLine], json: bool) {
 
 /// `time  source  [level logger]  text`, on one line: a server's newlines would let it forge
 /// lines of its own.
-fn human(line: &LogLine) -> String {
+pub(crate) fn human(line: &LogLine) -> String {
     let source = match (line.source, line.level) {
         ("mcp", Some(level)) => level.as_str().to_owned(),
         ("mcp", None) => "log".to_owned(),

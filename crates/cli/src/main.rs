@@ -142,10 +142,18 @@ async fn dispatch(cli: Cli) -> Result<u8> {
             let store = read_store(&paths)?.ok_or_else(|| CliError::runtime(format!("no task with id {task}")))?;
             let rec = store.resolve_prefix(&task).map_err(not_found)?;
             let events = output::shown_events(store.events(&rec.id)?);
+            let server_log = logs::of_task(&paths, &rec.server, &rec.id, rec.remote_task_id.as_deref());
             if json {
-                output::print_json(&output::TaskWithEvents { task: &rec, events: &events });
+                output::print_json(&output::TaskWithEvents { task: &rec, events: &events, server_log: &server_log });
             } else {
-                terminal::out(&output::show_task(&rec, &events));
+                let mut text = output::show_task(&rec, &events);
+                if !server_log.is_empty() {
+                    text.push_str("server log:\n");
+                    for line in &server_log {
+                        text.push_str(&format!("  {}\n", logs::human(line)));
+                    }
+                }
+                terminal::out(&text);
             }
             Ok(EXIT_COMPLETED)
         }

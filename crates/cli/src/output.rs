@@ -13,6 +13,9 @@ pub struct TaskWithEvents<'a> {
     #[serde(flatten)]
     pub task: &'a TaskRecord,
     pub events: &'a [TaskEvent],
+    /// The entries of the server's log that name the task (its MCP log entries), oldest first:
+    /// kept in the server's log, not the store, so only while that log still holds them.
+    pub server_log: &'a [taskdeck_engine::logs::LogLine],
 }
 
 /// The events as `show` prints them: a `dropped` marker says in words how many it counts, also

@@ -7,10 +7,11 @@
 //!
 //! - modern opens a task subscription (`subscriptions/listen` with the task's id) where the server
 //!   takes one, and yields the statuses it pushes as they come, so none waits for the next poll.
-//!   Polls go on beside it at the server's interval: a task's progress rides on them (in its
-//!   `_meta`, which a server need not push at every step), and so does learning that a sign-in was
-//!   revoked; when the server does not take a subscription, or it ends, they go on alone. Nothing
-//!   depends on the stream: a missed status is the next poll's.
+//!   A pushed task carries its progress as a poll does (in its `_meta`; a push that moves only
+//!   the progress is news too, `tracker.rs`). Polls go on beside it at the server's interval: a
+//!   server need not push at every step, and a revoked sign-in is learnt from a poll; when the
+//!   server does not take a subscription, or it ends, they go on alone. Nothing depends on the
+//!   stream: a missed status is the next poll's.
 //!
 //! Other status notifications (legacy, which come unasked) are not read here: they reach the
 //! session's handler in wire order with the questions, and the caller keeps that order itself.
@@ -571,6 +572,21 @@ mod tests {
         assert_eq!(session.lock_state().push, Some(true));
         // The subscription ended with the follow: none is left open.
         assert!(session.lock_state().subscriptions.is_empty());
+        session.shutdown(Duration::from_millis(500)).await;
+    }
+
+    #[tokio::test]
+    async fn a_modern_tasks_progress_comes_with_its_pushed_statuses() {
+        let dir = tempfile::tempdir().unwrap();
+        // Polls every 5 s, after the count is over: any progress seen on the way was pushed.
+        let session = demo_with(dir.path(), Era::Modern, &["--poll-interval-ms", "5000"]).await;
+        let (took, seen) = count_to_the_end(&session, 6, 150).await;
+        assert!(took < Duration::from_secs(4), "the end came by poll, after {took:?}");
+        let pushed: Vec<f64> =
+            seen.iter().filter(|s| !s.is_final()).filter_map(|s| s.progress.as_ref().map(|p| p.progress)).collect();
+        assert!(pushed.len() >= 3, "progress on the way: {seen:?}");
+        assert!(pushed.windows(2).all(|w| w[0] < w[1]), "each push moved it on: {pushed:?}");
+        assert!(seen.iter().any(|s| s.progress.as_ref().is_some_and(|p| p.total == Some(6.0))), "{seen:?}");
         session.shutdown(Duration::from_millis(500)).await;
     }
 

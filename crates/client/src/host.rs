@@ -16,16 +16,26 @@ impl Session {
         self.info().capabilities.get("logging").is_some_and(Value::is_object)
     }
 
-    /// Asks a legacy server that declares `logging` to send entries of `level` and above. Nothing
-    /// is sent otherwise (`Ok(false)`): a modern server is told per request, and one without the
-    /// capability would answer "method not found".
+    /// Asks a legacy server that declares `logging` to send entries of `level` and above. A modern
+    /// server is told with every request from now on (`_meta`'s `io.modelcontextprotocol/logLevel`,
+    /// which replaced `logging/setLevel`), and nothing is sent now (`Ok(false)`), as for a legacy
+    /// server without the capability, which would answer "method not found".
     pub async fn set_log_level(&self, level: &str) -> Result<bool, ClientError> {
-        if self.era() != Era::Legacy || !self.declares_logging() {
+        if self.era() == Era::Modern {
+            self.log_level_per_request(Some(level));
+            return Ok(false);
+        }
+        if !self.declares_logging() {
             return Ok(false);
         }
         let timeout = self.shared.opts.request_timeout;
         self.request(methods::LOGGING_SET_LEVEL, json!({ "level": level }), Some(timeout)).await?;
         Ok(true)
+    }
+
+    /// Modern: the log level every request asks for from now on (`None`: no entries).
+    pub fn log_level_per_request(&self, level: Option<&str>) {
+        self.lock_state().log_level = level.map(str::to_owned);
     }
 
     /// Tells a legacy server the granted roots changed, so it asks `roots/list` again. A modern

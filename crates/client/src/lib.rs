@@ -31,10 +31,10 @@ pub use follow::{Follow, FollowOptions, Followed};
 pub use host::ROOTS_LIST_CHANGED;
 pub use hosted::{HostedTask, MAX_HOSTED};
 pub use model::{
-    Asks, Discard, Question, QuestionKey, QuestionRequest, Reply, Resumable, Resumption, ServerInfo, SessionEvent,
-    Started, TaskSnapshot,
+    Asks, Discard, InputRound, Question, QuestionKey, QuestionRequest, Reply, Resumable, Resumption, ServerInfo,
+    SessionEvent, Started, TaskSnapshot,
 };
 pub use process::{ALLOWED_ENV, MAX_STDERR_LINE, ServerSpec, env_allowed, server_env};
 pub use session::{IgnoreEvents, Session, SessionHandler, SessionOptions};
-pub use tasks::StartOptions;
+pub use tasks::{RetryInputs, StartOptions};
 pub use transport::http::HttpSpec;

@@ -1,7 +1,7 @@
 //! The era-neutral view of tasks and questions that a session hands its caller.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use taskdeck_protocol::modern::tasks::{DetailedTask, TaskProgress};
 use taskdeck_protocol::types::{CallToolResult, LoggingMessageParams};
 use taskdeck_protocol::{Era, ErrorObject, TaskStatus, legacy, limits};
@@ -91,7 +91,7 @@ impl TaskSnapshot {
         let t = task.task;
         let mut questions = Vec::new();
         for (key, req) in task.input_requests.into_iter().flatten() {
-            questions.push(question_from_input_request(&t.task_id, key, req)?);
+            questions.push(question_from_input_request(Some(&t.task_id), key, req)?);
         }
         let result = match task.result {
             Some(r) => {
@@ -151,9 +151,9 @@ pub enum Reply {
 /// A modern `inputRequests` entry as a question. An entry that is not `{method, params}` makes the
 /// whole snapshot malformed (reported, not dropped); one whose params do not fit its method is a
 /// question that asks something malformed.
-fn question_from_input_request(task_id: &str, key: String, req: Value) -> Result<Question, String> {
+fn question_from_input_request(task_id: Option<&str>, key: String, req: Value) -> Result<Question, String> {
     let request = serde_json::from_value(req).map_err(|e| format!("input request {key:?} is not a request: {e}"))?;
-    Ok(Question::decode(QuestionKey::InputKey(key), Some(task_id.to_owned()), request))
+    Ok(Question::decode(QuestionKey::InputKey(key), task_id.map(str::to_owned), request))
 }
 
 /// What a tool call turned into.
@@ -163,6 +163,26 @@ pub enum Started {
     Task(Box<TaskSnapshot>),
     /// The server answered at once.
     Completed(CallToolResult),
+    /// Modern: the server needs answers before it can go on (a multi-round-trip request). Nothing
+    /// runs on the server meanwhile; the call is sent again with the answers
+    /// ([`crate::Session::retry_tool`]).
+    InputRequired(Box<InputRound>),
+}
+
+/// One round of a multi-round-trip request (2026-07-28, `InputRequiredResult`): what the server
+/// asks before the call can go on, and the state it wants back with the answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRound {
+    /// Its `inputRequests`, each a question under its key (no task: the call has none).
+    pub questions: Vec<Question>,
+    /// Its `requestState`, opaque: echoed exactly, never read.
+    pub request_state: Option<String>,
+}
+
+/// The `inputRequests` map of a result or task as questions, in the server's order. An entry that
+/// is not `{method, params}` makes the whole map unusable.
+pub(crate) fn questions_of(task_id: Option<&str>, requests: Map<String, Value>) -> Result<Vec<Question>, String> {
+    requests.into_iter().map(|(key, req)| question_from_input_request(task_id, key, req)).collect()
 }
 
 /// Why a message from the server was set aside rather than delivered.

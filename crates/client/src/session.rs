@@ -187,6 +187,9 @@ pub(crate) struct State {
     /// Whether the server takes task subscriptions: unknown until one was tried, `false` once it
     /// refused one, so later follows poll without asking again.
     pub push: Option<bool>,
+    /// Modern: the log level every request asks for in its `_meta` (`Session::set_log_level`);
+    /// without one the server sends no log entries.
+    pub log_level: Option<String>,
 }
 
 /// One open task subscription: where its acknowledgement and its statuses go.
@@ -423,15 +426,27 @@ impl Session {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
-        let params = match self.era_if_known() {
-            Some(Era::Modern) => with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info),
-            _ => params,
-        };
+        let params = self.with_era_meta(params);
         self.request_raw(method, params, timeout).await
     }
 
-    fn era_if_known(&self) -> Option<Era> {
-        lock(&self.shared.state).info.as_ref().map(|i| i.era)
+    /// `params` with the per-request `_meta` of the modern era: the protocol version, the client's
+    /// capabilities and info, and the log level asked for. Unchanged in the legacy era.
+    fn with_era_meta(&self, params: Value) -> Value {
+        let (era, level) = {
+            let state = lock(&self.shared.state);
+            (state.info.as_ref().map(|i| i.era), state.log_level.clone())
+        };
+        if era != Some(Era::Modern) {
+            return params;
+        }
+        let mut params = with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info);
+        if let Some(level) = level
+            && let Some(m) = params.get_mut("_meta").and_then(Value::as_object_mut)
+        {
+            m.entry(taskdeck_protocol::meta::LOG_LEVEL).or_insert(Value::String(level));
+        }
+        params
     }
 
     pub(crate) async fn request_raw(
@@ -457,10 +472,7 @@ impl Session {
         params: Value,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
-        let params = match self.era_if_known() {
-            Some(Era::Modern) => with_request_meta(params, modern::PROTOCOL_VERSION, &self.shared.opts.client_info),
-            _ => params,
-        };
+        let params = self.with_era_meta(params);
         self.request_raw_as(id, method, params, timeout).await
     }
 

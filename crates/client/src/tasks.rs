@@ -6,7 +6,7 @@ use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::{CallToolResult, TaskSupport, Tool};
 use taskdeck_protocol::{Era, codes, legacy, meta, methods, modern};
 
-use crate::model::{QuestionKey, Reply, SessionEvent, Started, TaskSnapshot};
+use crate::model::{InputRound, QuestionKey, Reply, SessionEvent, Started, TaskSnapshot};
 use crate::{ClientError, Session};
 
 /// Options of one tool call.
@@ -17,6 +17,14 @@ pub struct StartOptions {
     pub progress_token: Option<String>,
     /// Requested retention, legacy `task.ttl`; the server may override it.
     pub ttl_ms: Option<i64>,
+}
+
+/// What a call sent again after an [`InputRound`] carries: the answers under the round's keys, and
+/// the round's `requestState`, exactly as it came.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RetryInputs {
+    pub responses: Vec<(String, Reply)>,
+    pub request_state: Option<String>,
 }
 
 impl Session {
@@ -55,6 +63,35 @@ impl Session {
     /// Calls a tool. A server that allows it makes it a task and answers with a handle at once;
     /// otherwise the call's result comes back when it is done.
     pub async fn start_tool(&self, name: &str, arguments: Value, opts: &StartOptions) -> Result<Started, ClientError> {
+        self.start_tool_with(name, arguments, opts, None).await
+    }
+
+    /// Modern: sends a call again after the server answered it with [`Started::InputRequired`],
+    /// with the answers to that round (a new request, as the spec asks). The server may answer
+    /// with another round.
+    pub async fn retry_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &StartOptions,
+        inputs: &RetryInputs,
+    ) -> Result<Started, ClientError> {
+        if self.era() != Era::Modern {
+            return Err(ClientError::Unsupported {
+                server: self.name().into(),
+                what: "sending a call again with input responses in the 2025-11-25 era".into(),
+            });
+        }
+        self.start_tool_with(name, arguments, opts, Some(inputs)).await
+    }
+
+    async fn start_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        opts: &StartOptions,
+        inputs: Option<&RetryInputs>,
+    ) -> Result<Started, ClientError> {
         let tool = self.tool(name).await?;
         match self.era() {
             Era::Legacy => {
@@ -76,7 +113,7 @@ impl Session {
                     other => other,
                 }
             }
-            Era::Modern => self.call_modern(name, &arguments, opts).await,
+            Era::Modern => self.call_modern(name, &arguments, opts, inputs).await,
         }
     }
 
@@ -96,10 +133,10 @@ impl Session {
             params.insert("task".into(), Value::Object(task));
         }
         let timeout = if as_task { self.shared.opts.request_timeout } else { self.shared.opts.call_timeout };
-        // A task-augmented request is cancelled with tasks/cancel once it is a task, never with
-        // notifications/cancelled (2025-11-25): only a plain call can be cancelled in flight.
-        let token = if as_task { None } else { opts.progress_token.as_deref() };
-        let result = self.tools_call(params, timeout, token).await?;
+        // Until it is answered even a task-augmented call is a request only, with no task to name
+        // in a tasks/cancel: it is cancelled in flight like a plain call. Once it is a task,
+        // tasks/cancel is the only way (2025-11-25).
+        let result = self.tools_call(params, timeout, opts.progress_token.as_deref()).await?;
         if legacy::tasks::CreateTaskResult::matches(&result) {
             let created: legacy::tasks::CreateTaskResult =
                 serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
@@ -109,8 +146,21 @@ impl Session {
         Ok(Started::Completed(r))
     }
 
-    async fn call_modern(&self, name: &str, arguments: &Value, opts: &StartOptions) -> Result<Started, ClientError> {
-        let params = call_params(name, arguments, opts);
+    async fn call_modern(
+        &self,
+        name: &str,
+        arguments: &Value,
+        opts: &StartOptions,
+        inputs: Option<&RetryInputs>,
+    ) -> Result<Started, ClientError> {
+        let mut params = call_params(name, arguments, opts);
+        if let Some(inputs) = inputs {
+            params.insert("inputResponses".into(), Value::Object(input_responses(inputs.responses.clone())));
+            // Absent when the round had none: the spec forbids sending one that was not given.
+            if let Some(state) = &inputs.request_state {
+                params.insert("requestState".into(), Value::String(state.clone()));
+            }
+        }
         // Until the server answers, this is a request whatever it becomes: cancellable in flight.
         let result = self.tools_call(params, self.shared.opts.call_timeout, opts.progress_token.as_deref()).await?;
         match modern::result_type(&result) {
@@ -125,9 +175,13 @@ impl Session {
                     serde_json::from_value(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
                 Ok(Started::Completed(r))
             }
+            modern::result_type::INPUT_REQUIRED => {
+                let round = input_round(result).map_err(|e| self.invalid(methods::TOOLS_CALL, e))?;
+                Ok(Started::InputRequired(Box::new(round)))
+            }
             other => Err(ClientError::Unsupported {
                 server: self.name().into(),
-                what: format!("a tools/call answer of resultType {other:?} (input before the task exists)"),
+                what: format!("a tools/call answer of resultType {other:?}"),
             }),
         }
     }
@@ -149,9 +203,9 @@ impl Session {
     /// yet: `notifications/cancelled` with its request id, which the stdio and legacy HTTP
     /// transports send and the modern HTTP transport carries out by closing the request's stream.
     /// `Ok(true)` when the server was told; `Ok(false)` when no such call is in flight (answered
-    /// already, or a legacy task-augmented call, which only `tasks/cancel` may stop). The call
-    /// itself goes on waiting until its caller drops it: a server that answers anyway (it may
-    /// have finished first) is heard.
+    /// already: a task it became is stopped with `tasks/cancel`). The call itself goes on waiting
+    /// until its caller drops it: a server that answers anyway (it may have finished first, or
+    /// made the task before it read the cancel) is heard.
     pub fn cancel_call(&self, progress_token: &str, reason: &str) -> Result<bool, ClientError> {
         let id = self.lock_state().calls.get(progress_token).cloned();
         let Some(id) = id else { return Ok(false) };
@@ -238,14 +292,7 @@ impl Session {
     /// can only be a result, so a refusal goes as the decline of an `ElicitResult`, the one refusal
     /// the schema allows there and which a server reads as such.
     pub async fn respond_inputs(&self, task_id: &str, replies: Vec<(String, Reply)>) -> Result<(), ClientError> {
-        let mut responses = Map::new();
-        for (key, reply) in replies {
-            let value = match reply {
-                Reply::Result(v) => v,
-                Reply::Refused(_) => serde_json::to_value(ElicitResult::decline()).unwrap_or_default(),
-            };
-            responses.insert(key, value);
-        }
+        let responses = input_responses(replies);
         self.request(
             methods::TASKS_UPDATE,
             json!({ "taskId": task_id, "inputResponses": responses }),
@@ -301,6 +348,47 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Replies as an `InputResponses` map. An input response can only be a result, so a refusal goes
+/// as the decline of an `ElicitResult`, the one refusal the schema allows there.
+fn input_responses(replies: Vec<(String, Reply)>) -> Map<String, Value> {
+    let mut responses = Map::new();
+    for (key, reply) in replies {
+        let value = match reply {
+            Reply::Result(v) => v,
+            Reply::Refused(_) => serde_json::to_value(ElicitResult::decline()).unwrap_or_default(),
+        };
+        responses.insert(key, value);
+    }
+    responses
+}
+
+/// An `InputRequiredResult` as a round. It must carry `inputRequests`, `requestState` or both; a
+/// state too large to hold is refused rather than cut, since it goes back unchanged or not at all.
+fn input_round(mut result: Value) -> Result<InputRound, String> {
+    let requests = match result.get_mut("inputRequests").map(Value::take) {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err("inputRequests is not an object".into()),
+    };
+    let request_state = match result.get_mut("requestState").map(Value::take) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.len() > taskdeck_protocol::limits::REQUEST_STATE_BYTES => {
+            return Err(format!(
+                "requestState is {} bytes, more than the {} Taskdeck holds",
+                s.len(),
+                taskdeck_protocol::limits::REQUEST_STATE_BYTES
+            ));
+        }
+        Some(Value::String(s)) => Some(s),
+        Some(_) => return Err("requestState is not a string".into()),
+    };
+    if requests.is_none() && request_state.is_none() {
+        return Err("an input_required result with neither inputRequests nor requestState".into());
+    }
+    let questions = crate::model::questions_of(None, requests.unwrap_or_default())?;
+    Ok(InputRound { questions, request_state })
+}
+
 fn call_params(name: &str, arguments: &Value, opts: &StartOptions) -> Map<String, Value> {
     let mut params = Map::new();
     params.insert("name".into(), json!(name));
@@ -324,4 +412,44 @@ fn same_task(session: &Session, method: &str, asked: &str, s: TaskSnapshot) -> R
         asked: asked.into(),
         answered: s.task_id,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use taskdeck_protocol::question::{Asks, QuestionKey};
+
+    use super::input_round;
+
+    #[test]
+    fn an_input_required_result_becomes_a_round_of_questions_with_its_state() {
+        let round = input_round(json!({
+            "resultType": "input_required",
+            "inputRequests": {
+                "ok": {"method": "elicitation/create", "params": {"mode": "form", "message": "Sure?",
+                    "requestedSchema": {"type": "object", "properties": {"yes": {"type": "boolean"}}}}},
+                "where": {"method": "roots/list", "params": {}},
+            },
+            "requestState": "opaque",
+        }))
+        .unwrap();
+        assert_eq!(round.request_state.as_deref(), Some("opaque"));
+        assert_eq!(round.questions[0].key, QuestionKey::InputKey("ok".into()));
+        assert_eq!(round.questions[0].message.as_deref(), Some("Sure?"));
+        assert_eq!(round.questions[1].asks, Asks::Roots);
+        // A state alone is a round too: the call goes again at once with it.
+        let bare = input_round(json!({"resultType": "input_required", "requestState": "s"})).unwrap();
+        assert!(bare.questions.is_empty());
+    }
+
+    #[test]
+    fn an_input_required_result_that_cannot_be_answered_is_refused() {
+        let refused = |v| input_round(v).unwrap_err();
+        assert!(refused(json!({"resultType": "input_required"})).contains("neither"));
+        assert!(refused(json!({"inputRequests": []})).contains("not an object"));
+        assert!(refused(json!({"requestState": 7})).contains("not a string"));
+        assert!(refused(json!({"inputRequests": {"k": "no"}})).contains("\"k\""));
+        let huge = "s".repeat(taskdeck_protocol::limits::REQUEST_STATE_BYTES + 1);
+        assert!(refused(json!({"requestState": huge})).contains("more than"));
+    }
 }

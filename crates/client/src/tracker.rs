@@ -7,6 +7,8 @@ use std::collections::{HashMap, VecDeque};
 use chrono::{DateTime, FixedOffset};
 use taskdeck_protocol::TaskStatus;
 
+use taskdeck_protocol::modern::tasks::TaskProgress;
+
 use crate::model::{Discard, TaskSnapshot};
 
 /// How many statuses for not-yet-known tasks are held, waiting for their task handle.
@@ -25,6 +27,20 @@ struct Seen {
     status: TaskStatus,
     at: String,
     message: Option<String>,
+    /// A modern task's progress (in its `_meta`): a server may push it without changing anything
+    /// else, and that is news.
+    progress: Option<TaskProgress>,
+}
+
+impl Seen {
+    fn of(s: &TaskSnapshot) -> Seen {
+        Seen {
+            status: s.status,
+            at: s.last_updated_at.clone(),
+            message: s.status_message.clone(),
+            progress: s.progress.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -73,7 +89,11 @@ impl TaskTracker {
                 format!("task {} is already {}; ignoring {}", s.task_id, seen.status, s.status),
             );
         }
-        if seen.status == s.status && seen.at == s.last_updated_at && seen.message == s.status_message {
+        if seen.status == s.status
+            && seen.at == s.last_updated_at
+            && seen.message == s.status_message
+            && seen.progress == s.progress
+        {
             return Verdict::Discard(Discard::Duplicate, format!("task {}: {} again", s.task_id, s.status));
         }
         if older(&s.last_updated_at, &seen.at) == Some(true) {
@@ -85,7 +105,7 @@ impl TaskTracker {
                 ),
             );
         }
-        *seen = Seen { status: s.status, at: s.last_updated_at.clone(), message: s.status_message.clone() };
+        *seen = Seen::of(s);
         Verdict::Deliver
     }
 
@@ -105,7 +125,7 @@ impl TaskTracker {
 
     /// Records what a poll said, unless it is older than what we know or the task already ended.
     pub fn record(&mut self, s: &TaskSnapshot) {
-        let fresh = Seen { status: s.status, at: s.last_updated_at.clone(), message: s.status_message.clone() };
+        let fresh = Seen::of(s);
         match self.known.get_mut(&s.task_id) {
             None => {
                 self.known.insert(s.task_id.clone(), fresh);
@@ -124,6 +144,20 @@ mod tests {
 
     fn snap(id: &str, status: TaskStatus, at: &str) -> TaskSnapshot {
         TaskSnapshot { last_updated_at: at.into(), ..TaskSnapshot::bare(id, status, "2026-01-01T00:00:00Z") }
+    }
+
+    #[test]
+    fn a_push_that_moves_only_the_progress_is_delivered_and_the_same_again_is_not() {
+        let mut t = TaskTracker::default();
+        let at = "2026-01-01T00:00:01Z";
+        t.record(&snap("a", TaskStatus::Working, at));
+        let with = |p: f64| TaskSnapshot {
+            progress: Some(TaskProgress { progress: p, total: Some(10.0), message: None }),
+            ..snap("a", TaskStatus::Working, at)
+        };
+        assert_eq!(t.observe(&with(3.0)), Verdict::Deliver);
+        assert!(matches!(t.observe(&with(3.0)), Verdict::Discard(Discard::Duplicate, _)));
+        assert_eq!(t.observe(&with(4.0)), Verdict::Deliver);
     }
 
     #[test]

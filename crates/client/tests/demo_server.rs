@@ -43,7 +43,7 @@ impl Demo {
         let opts = StartOptions { progress_token: Some("tok".into()), ttl_ms: None };
         match self.session.start_tool(tool, args, &opts).await.unwrap() {
             Started::Task(t) => *t,
-            Started::Completed(r) => panic!("expected a task, got {r:?}"),
+            other => panic!("expected a task, got {other:?}"),
         }
     }
 

@@ -61,7 +61,7 @@ impl Peer {
 fn task(started: Started) -> TaskSnapshot {
     match started {
         Started::Task(t) => *t,
-        Started::Completed(r) => panic!("expected a task, got a plain result {r:?}"),
+        other => panic!("expected a task, got {other:?}"),
     }
 }
 

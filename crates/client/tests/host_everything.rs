@@ -38,7 +38,7 @@ async fn roots_text(session: &Session) -> String {
     }
     match session.start_tool("get-roots-list", json!({}), &StartOptions::default()).await.unwrap() {
         Started::Completed(r) => serde_json::to_value(&r).unwrap()["content"][0]["text"].as_str().unwrap().to_owned(),
-        Started::Task(t) => panic!("a plain tool ran as a task: {t:?}"),
+        other => panic!("a plain tool did not answer plainly: {other:?}"),
     }
 }
 

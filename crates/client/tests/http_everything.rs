@@ -45,7 +45,7 @@ impl Peer {
     async fn start(&self, arguments: Value) -> TaskSnapshot {
         match self.session.start_tool("simulate-research-query", arguments, &StartOptions::default()).await.unwrap() {
             Started::Task(t) => *t,
-            Started::Completed(r) => panic!("expected a task, got a plain result {r:?}"),
+            other => panic!("expected a task, got {other:?}"),
         }
     }
 

@@ -407,8 +407,13 @@ impl Front {
         let answer = loop {
             match rx.recv().await {
                 Some(Message::Response(resp)) if resp.id() == Some(&id) => break resp,
-                // An acknowledged subscription is a stream: its notifications, then its end.
-                Some(first @ Message::Notification(_)) if listening => {
+                // An acknowledged subscription is a stream: its notifications, then its end. So is
+                // a request with something to say before its answer (a plain call's log entries):
+                // they go on its own stream, and its answer last.
+                Some(first @ Message::Notification(_)) => {
+                    if !listening {
+                        tracing::debug!(method = ?first.method(), "the answer comes on a stream, after notifications");
+                    }
                     guard.armed = false;
                     return listen_stream(conn, id, first, rx);
                 }

@@ -31,6 +31,7 @@ pub async fn handle_request(conn: &Arc<Conn>, req: Request) {
             Err(e) => Err(e),
         },
         methods::TASKS_LIST => list(conn, params),
+        methods::LOGGING_SET_LEVEL => set_level(conn, params),
         methods::TASKS_CANCEL => return cancel(conn, id, params).await,
         other => Err(ErrorObject::new(codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
     };
@@ -60,11 +61,24 @@ fn initialize(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject>
         "protocolVersion": taskdeck_protocol::legacy::PROTOCOL_VERSION,
         "capabilities": {
             "tools": {},
+            "logging": {},
             "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
         },
         "serverInfo": Implementation::new(crate::server::SERVER_NAME, env!("CARGO_PKG_VERSION")),
         "instructions": crate::INSTRUCTIONS,
     }))
+}
+
+/// `logging/setLevel`: entries below `level` are not sent to this connection from now on.
+fn set_level(conn: &Conn, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let level = params.and_then(|p| p.get("level")).and_then(Value::as_str);
+    match level {
+        Some(l) if work::severity(l).is_some() => {
+            conn.state().log_level = Some(l.to_owned());
+            Ok(json!({}))
+        }
+        _ => Err(invalid_params("params.level: must be a log level (debug … emergency)")),
+    }
 }
 
 fn tool_entry(spec: &ToolSpec) -> Value {
@@ -77,6 +91,29 @@ pub fn task_id(params: Option<&Value>) -> Result<&str, ErrorObject> {
         Some(_) => Err(invalid_params("params.taskId: must be a string")),
         None => Err(invalid_params("params.taskId: required")),
     }
+}
+
+/// Makes a legacy task for a task-augmented call and answers the call with its handle.
+async fn make_task(conn: Arc<Conn>, id: RequestId, name: &'static str, args: Value, token: Option<Value>, ttl_ms: i64) {
+    let inserted = conn.store().insert(NewTask {
+        tool: name,
+        arguments: &args,
+        era: Era::Legacy,
+        progress_token: token.as_ref(),
+        ttl_ms,
+        poll_interval_ms: conn.cfg.poll_interval_ms,
+        client_elicitation: false,
+        client_sampling: false,
+    });
+    let row = match inserted {
+        Ok(row) => row,
+        Err(e) => return conn.respond(id, Err(internal(e))).await,
+    };
+    conn.set_owner(&row.id, &conn, token, None);
+    conn.watch(&row.id);
+    tracing::info!(task = %row.id, tool = name, "legacy task created");
+    conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;
+    work::spawn(&conn.server, row);
 }
 
 pub fn task_json(row: &TaskRow) -> Value {
@@ -124,26 +161,23 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>) {
             if !task.is_object() {
                 return conn.respond(id, Err(invalid_params("params.task: must be an object"))).await;
             }
-            let args = Value::Object(call.args);
-            let inserted = conn.store().insert(NewTask {
-                tool: name,
-                arguments: &args,
-                era: Era::Legacy,
-                progress_token: token.as_ref(),
-                ttl_ms: conn.ttl_for(ttl),
-                poll_interval_ms: conn.cfg.poll_interval_ms,
-                client_elicitation: false,
-                client_sampling: false,
-            });
-            let row = match inserted {
-                Ok(row) => row,
-                Err(e) => return conn.respond(id, Err(internal(e))).await,
-            };
-            conn.set_owner(&row.id, conn, token);
-            conn.watch(&row.id);
-            tracing::info!(task = %row.id, tool = name, "legacy task created");
-            conn.respond(id, Ok(json!({"task": task_json(&row)}))).await;
-            work::spawn(&conn.server, row);
+            let ttl_ms = conn.ttl_for(ttl);
+            let made = make_task(conn.clone(), id.clone(), name, Value::Object(call.args), token, ttl_ms);
+            match conn.cfg.handle_delay_ms {
+                None => made.await,
+                Some(ms) => {
+                    let late = async move {
+                        tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                        made.await
+                    };
+                    // Registered, a cancel before the task exists stops it from being made.
+                    if conn.cfg.handle_despite_cancel {
+                        tokio::spawn(late);
+                    } else {
+                        conn.spawn_for(&id, late);
+                    }
+                }
+            }
         }
         (_, None) => {
             // A plain call to an optional tool may still take a while: run it beside the reader.

@@ -4,6 +4,7 @@
 mod http;
 mod legacy;
 mod modern;
+mod publish;
 mod question;
 mod server;
 mod session;
@@ -116,6 +117,17 @@ struct Args {
     /// after it opened, as a dropped one would, in milliseconds.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     listen_for_ms: Option<u64>,
+
+    /// For testing clients: a legacy task-augmented `tools/call` is answered with its task this
+    /// long after it came, in milliseconds; the task is made only then, so a `notifications/cancelled`
+    /// before it stops the call and no task is made.
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    handle_delay_ms: Option<u64>,
+
+    /// With `--handle-delay-ms`: the delayed task is made and its handle sent even when the client
+    /// cancelled the request meanwhile (a server that read the cancel too late).
+    #[arg(long, requires = "handle_delay_ms")]
+    handle_despite_cancel: bool,
 }
 
 fn main() -> ExitCode {
@@ -138,6 +150,8 @@ fn main() -> ExitCode {
         max_line_bytes: args.max_line_bytes as usize,
         purge_interval: Duration::from_millis(args.purge_interval_ms),
         listen_for_ms: args.listen_for_ms,
+        handle_delay_ms: args.handle_delay_ms,
+        handle_despite_cancel: args.handle_despite_cancel,
     };
     let store = match store::Store::open(&cfg.state_dir) {
         Ok(s) => s,

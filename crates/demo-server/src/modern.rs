@@ -130,6 +130,7 @@ pub async fn discover(conn: &Conn, id: RequestId) {
         "supportedVersions": [taskdeck_protocol::modern::PROTOCOL_VERSION],
         "capabilities": {
             "tools": {},
+            "logging": {},
             "extensions": { meta::TASKS_EXTENSION: {} },
         },
         "instructions": crate::INSTRUCTIONS,
@@ -170,6 +171,18 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         Err(e) => return conn.respond(id, Err(e)).await,
     };
     let name = call.spec.name;
+    if name == tools::PUBLISH_NOTES {
+        let mut entries = Vec::new();
+        let answer = crate::publish::modern_call(&call.args, params, envelope, &mut entries);
+        // Before the answer, on the request's own stream, at the level the request asked for.
+        for (level, text) in entries {
+            if crate::work::wanted_at(envelope.log_level.as_deref(), level) {
+                let entry = json!({"level": level, "logger": crate::publish::LOGGER, "data": text});
+                conn.send(Message::notification(methods::LOG_MESSAGE, Some(entry))).await;
+            }
+        }
+        return conn.respond(id, answer).await;
+    }
     let as_task = match call.spec.task_support {
         TaskSupport::Forbidden => false,
         TaskSupport::Optional => envelope.declares_tasks(),
@@ -177,10 +190,11 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         TaskSupport::Required => return conn.respond(id, Err(missing_tasks_extension())).await,
     };
     if !as_task {
+        let level = envelope.log_level.clone();
         let conn2 = conn.clone();
         let rid = id.clone();
         conn.spawn_for(&id, async move {
-            let run = Run::inline(&conn2, None);
+            let run = Run::inline(&conn2, None).logging_at(level);
             let result = work::run_tool(&run, name, &call.args, None).await;
             let result = result
                 .map(|r| with_result_type(serde_json::to_value(r).unwrap_or(Value::Null), result_type::COMPLETE))
@@ -206,7 +220,7 @@ async fn tools_call(conn: &Arc<Conn>, id: RequestId, params: Option<&Value>, env
         Err(e) => return conn.respond(id, Err(internal(e))).await,
     };
     // Not for progress (the extension carries it on the task): for the log entries the work sends.
-    conn.set_owner(&row.id, conn, None);
+    conn.set_owner(&row.id, conn, None, envelope.log_level.clone());
     tracing::info!(task = %row.id, tool = name, "modern task created");
     let handle = with_result_type(serde_json::to_value(task_fields(&row)).unwrap_or(Value::Null), result_type::TASK);
     conn.respond(id, Ok(handle)).await;

@@ -37,6 +37,10 @@ pub struct Config {
     pub purge_interval: Duration,
     /// `--listen-for-ms`: subscriptions are dropped after this long (testing clients).
     pub listen_for_ms: Option<u64>,
+    /// `--handle-delay-ms`: legacy task handles come this late (testing clients).
+    pub handle_delay_ms: Option<u64>,
+    /// `--handle-despite-cancel`: and a cancel meanwhile does not stop them.
+    pub handle_despite_cancel: bool,
 }
 
 /// Which legacy tasks a connection hears about (status notifications, questions).
@@ -88,6 +92,8 @@ pub struct ConnState {
     pub legacy_sampling: bool,
     /// Legacy `elicitation/create` requests awaiting an answer: request id → (task id, question key).
     pub outstanding: HashMap<String, (String, String)>,
+    /// Legacy: the level `logging/setLevel` asked for; every entry is sent until it is called.
+    pub log_level: Option<String>,
     interest: Interest,
 }
 
@@ -97,6 +103,8 @@ pub struct ConnState {
 struct Owner {
     conn: Weak<Conn>,
     token: Option<Value>,
+    /// Modern: the log level the creating request asked for (none: no entries).
+    log_level: Option<String>,
 }
 
 pub struct Server {
@@ -107,9 +115,14 @@ pub struct Server {
     wakers: Mutex<HashMap<String, Arc<Notify>>>,
     /// Modern progress, reported in `tasks/get` `_meta`; memory only, rebuilt from the checkpoint.
     progress: Mutex<HashMap<String, TaskProgress>>,
+    /// When each task's subscribers last heard of its progress.
+    progress_pushed: Mutex<HashMap<String, std::time::Instant>>,
     owners: Mutex<HashMap<String, Owner>>,
     seq: AtomicU64,
 }
+
+/// How often a modern task's subscribers hear of its progress at most.
+pub const PROGRESS_PUSH_EVERY: Duration = Duration::from_millis(50);
 
 /// Outbound queue depth. Responses wait for room; progress is dropped when the client lags.
 pub const OUT_QUEUE: usize = 1024;
@@ -140,6 +153,7 @@ impl Server {
             events: broadcast::channel(1024).0,
             wakers: Mutex::new(HashMap::new()),
             progress: Mutex::new(HashMap::new()),
+            progress_pushed: Mutex::new(HashMap::new()),
             owners: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(1),
         })
@@ -178,13 +192,37 @@ impl Server {
         lock(&self.progress).insert(task_id.to_owned(), p);
     }
 
+    /// Tells the task's subscribers its progress moved, at most once per [`PROGRESS_PUSH_EVERY`]:
+    /// a fast count must not become a flood of notifications (the polls show the rest).
+    pub fn progress_changed(&self, task_id: &str) {
+        let now = std::time::Instant::now();
+        let due = {
+            let mut last = lock(&self.progress_pushed);
+            match last.get(task_id) {
+                Some(at) if now.duration_since(*at) < PROGRESS_PUSH_EVERY => false,
+                _ => {
+                    last.insert(task_id.to_owned(), now);
+                    true
+                }
+            }
+        };
+        if due {
+            self.changed(task_id);
+        }
+    }
+
     pub fn progress_of(&self, task_id: &str) -> Option<TaskProgress> {
         lock(&self.progress).get(task_id).cloned()
     }
 
     /// Records which connection created a legacy task, for its progress and its question.
-    pub fn set_owner(&self, task_id: &str, conn: &Arc<Conn>, token: Option<Value>) {
-        lock(&self.owners).insert(task_id.to_owned(), Owner { conn: Arc::downgrade(conn), token });
+    pub fn set_owner(&self, task_id: &str, conn: &Arc<Conn>, token: Option<Value>, log_level: Option<String>) {
+        lock(&self.owners).insert(task_id.to_owned(), Owner { conn: Arc::downgrade(conn), token, log_level });
+    }
+
+    /// Modern: the log level the request that created the task asked for.
+    pub fn owner_log_level(&self, task_id: &str) -> Option<String> {
+        lock(&self.owners).get(task_id).and_then(|o| o.log_level.clone())
     }
 
     /// The creating connection, if still open, and the progress token it gave.
@@ -272,8 +310,14 @@ impl Conn {
     /// A connection and the receiving end of its outbound queue, which its transport drains.
     pub fn open(server: &Arc<Server>, era: Option<Era>, interest: Interest) -> (Arc<Self>, mpsc::Receiver<Message>) {
         let (tx, rx) = mpsc::channel(OUT_QUEUE);
-        let state =
-            ConnState { era, legacy_elicitation: false, legacy_sampling: false, outstanding: HashMap::new(), interest };
+        let state = ConnState {
+            era,
+            legacy_elicitation: false,
+            legacy_sampling: false,
+            outstanding: HashMap::new(),
+            log_level: None,
+            interest,
+        };
         let conn =
             Arc::new(Self { server: server.clone(), out: tx, state: Mutex::new(state), running: Mutex::default() });
         (conn, rx)

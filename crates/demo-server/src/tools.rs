@@ -11,6 +11,7 @@ pub const FLAKY_EXPORT: &str = "flaky_export";
 pub const COUNT: &str = "count";
 pub const SUMMARIZE_FINDINGS: &str = "summarize_findings";
 pub const PLAN_RELEASE: &str = "plan_release";
+pub const PUBLISH_NOTES: &str = "publish_notes";
 
 pub const REPORT_STAGES: [&str; 4] = ["Collecting sources", "Reading", "Drafting", "Formatting"];
 /// Services the diagnosis form offers, as `(value, title)`.
@@ -51,7 +52,7 @@ impl ToolSpec {
     }
 }
 
-pub const TOOLS: [ToolSpec; 7] = [
+pub const TOOLS: [ToolSpec; 8] = [
     ToolSpec {
         name: GENERATE_REPORT,
         task_support: TaskSupport::Required,
@@ -176,6 +177,29 @@ pub const TOOLS: [ToolSpec; 7] = [
             })
         },
     },
+    ToolSpec {
+        name: PUBLISH_NOTES,
+        task_support: TaskSupport::Forbidden,
+        title: "Publish notes",
+        description: "Publishes the demo notes once the user confirms. A plain call, never a task: in 2026-07-28 \
+                      the server answers it first with a confirmation to fill in (and asks for the client's roots \
+                      as the destination), and the client sends the call again with the answers; in 2025-11-25 \
+                      it publishes without asking.",
+        input_schema: || {
+            json!({
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string", "minLength": 1, "maxLength": 200,
+                        "description": "What to publish them as."},
+                    "rounds": {"type": "integer", "minimum": 1, "maximum": crate::publish::MAX_ROUNDS,
+                        "description": "How many confirmations to ask for, one after the other (default 1)."},
+                    "blurb": {"type": "boolean",
+                        "description": "Also ask the client's language model for a line to publish them with, \
+                                        with the last confirmation (two questions at once)."}
+                }
+            })
+        },
+    },
 ];
 
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
@@ -192,6 +216,7 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         COUNT => &["n", "delay_ms"],
         SUMMARIZE_FINDINGS => &["topic"],
         PLAN_RELEASE => &["version"],
+        PUBLISH_NOTES => &["title", "rounds", "blurb"],
         other => return Err(format!("unknown tool {other:?}")),
     };
     if let Some(extra) = args.keys().find(|k| !allowed.contains(&k.as_str())) {
@@ -225,6 +250,13 @@ pub fn validate(tool: &str, args: &Map<String, Value>) -> Result<(), String> {
         }
         PLAN_RELEASE => {
             text(args, "version", true)?;
+        }
+        PUBLISH_NOTES => {
+            text(args, "title", false)?;
+            integer(args, "rounds", false, 1, crate::publish::MAX_ROUNDS)?;
+            if args.get("blurb").is_some_and(|b| !b.is_boolean()) {
+                return Err("arguments.blurb: must be a boolean".into());
+            }
         }
         _ => {}
     }

@@ -19,8 +19,8 @@ use crate::question;
 use crate::server::{Conn, Server};
 use crate::store::TaskRow;
 use crate::tools::{
-    self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, PLAN_RELEASE, REPORT_STAGES,
-    SUMMARIZE_FINDINGS,
+    self, COUNT, DIAGNOSE_INCIDENT, FLAKY_EXPORT, GENERATE_REPORT, NOTES_SEARCH, PLAN_RELEASE, PUBLISH_NOTES,
+    REPORT_STAGES, SUMMARIZE_FINDINGS,
 };
 
 /// Why a run stopped before producing a result.
@@ -43,11 +43,24 @@ pub struct Run {
     task: Option<TaskCtx>,
     /// Plain calls: the requesting connection and the request's own progress token.
     inline: Option<(Arc<Conn>, Option<Value>)>,
+    /// Modern plain calls: the log level the request asked for (none: no entries).
+    inline_level: Option<String>,
 }
 
 impl Run {
     pub fn inline(conn: &Arc<Conn>, progress_token: Option<Value>) -> Self {
-        Self { server: conn.server.clone(), task: None, inline: Some((conn.clone(), progress_token)) }
+        Self {
+            server: conn.server.clone(),
+            task: None,
+            inline: Some((conn.clone(), progress_token)),
+            inline_level: None,
+        }
+    }
+
+    /// A modern plain call's run, sending the log entries its request asked for.
+    pub fn logging_at(mut self, level: Option<String>) -> Self {
+        self.inline_level = level;
+        self
     }
 
     /// Re-reads the task and says whether it may go on.
@@ -91,6 +104,8 @@ impl Run {
             Some(t) if t.era == Era::Modern => {
                 let p = TaskProgress { progress: progress as f64, total: Some(total as f64), message: Some(message) };
                 self.server.set_progress(&t.id, p);
+                // Subscribers hear it with the task (its `_meta`), as a poll would show it.
+                self.server.progress_changed(&t.id);
                 return;
             }
             Some(t) => (self.server.owner(&t.id), Some(&t.id)),
@@ -106,12 +121,30 @@ impl Run {
     /// An MCP log entry (`notifications/message`) about this run, in either era, to the connection
     /// that asked for it, tied to its task by the related-task `_meta`: a host shows it with the task.
     fn log(&self, level: &str, text: String) {
+        self.log_as("demo.report", level, text);
+    }
+
+    /// [`Run::log`] under another logger. The level the client asked for decides: in 2025-11-25
+    /// the connection's `logging/setLevel` (everything until it is called); in 2026-07-28 the
+    /// request's `_meta` level, without which nothing is sent.
+    fn log_as(&self, logger: &str, level: &str, text: String) {
         let (to, related) = match &self.task {
             None => (self.inline.clone(), None),
             Some(t) => (self.server.owner(&t.id), Some(&t.id)),
         };
         let Some((conn, _)) = to else { return };
-        let mut params = json!({"level": level, "logger": "demo.report", "data": text});
+        let era = self.task.as_ref().map(|t| t.era).or(conn.state().era);
+        let wanted = match era {
+            Some(Era::Modern) => match &self.task {
+                Some(t) => self.server.owner_log_level(&t.id),
+                None => self.inline_level.clone(),
+            },
+            _ => Some(conn.state().log_level.clone().unwrap_or_else(|| "debug".into())),
+        };
+        if !wanted_at(wanted.as_deref(), level) {
+            return;
+        }
+        let mut params = json!({"level": level, "logger": logger, "data": text});
         if let Some(id) = related {
             params["_meta"] = json!({ meta::RELATED_TASK: {"taskId": id} });
         }
@@ -155,6 +188,15 @@ pub async fn run_tool(
         COUNT => count(run, args, checkpoint).await,
         SUMMARIZE_FINDINGS => summarize_findings(run, args, row).await,
         PLAN_RELEASE => plan_release(run, args, row).await,
+        // Reached in the legacy era only: the modern one asks first (`publish::modern_call`).
+        PUBLISH_NOTES => {
+            let mut entries = Vec::new();
+            let result = crate::publish::legacy_call(args, &mut entries);
+            for (level, text) in entries {
+                run.log_as(crate::publish::LOGGER, level, text);
+            }
+            Ok(result)
+        }
         other => Ok(CallToolResult::error_text(format!("unknown tool {other:?}"))),
     }
 }
@@ -526,7 +568,7 @@ fn parse_answer(answer: Value) -> Answer {
     }
 }
 
-const NOTES: [(&str, &str); 5] = [
+pub const NOTES: [(&str, &str); 5] = [
     ("Deploy checklist", "Tag the release, run migrations, watch the error rate for ten minutes."),
     ("On-call handbook", "Page the secondary after 15 minutes without acknowledgement."),
     ("Checkout incident 2026-03", "Connection pool exhaustion after a config change; fixed by rollback."),
@@ -598,7 +640,12 @@ pub fn spawn(server: &Arc<Server>, row: TaskRow) {
     tokio::spawn(async move {
         let id = row.id.clone();
         let era = row.era;
-        let run = Run { server: server.clone(), task: Some(TaskCtx { id: id.clone(), era, waker }), inline: None };
+        let run = Run {
+            server: server.clone(),
+            task: Some(TaskCtx { id: id.clone(), era, waker }),
+            inline: None,
+            inline_level: None,
+        };
         let args = row.arguments.as_object().cloned().unwrap_or_default();
         let outcome = match run.check() {
             Ok(_) => run_tool(&run, &row.tool, &args, Some(&row)).await,
@@ -630,6 +677,20 @@ fn finish(server: &Server, id: &str, era: Era, outcome: Result<CallToolResult, S
         Ok(false) => {}
         Err(e) => tracing::error!(task = %id, "finishing: {e}"),
     }
+}
+
+/// Whether an entry of `level` goes to a client that asked for `wanted` and above (nothing when it
+/// asked for nothing).
+pub fn wanted_at(wanted: Option<&str>, level: &str) -> bool {
+    wanted.and_then(severity).zip(severity(level)).is_some_and(|(min, this)| this >= min)
+}
+
+/// A log level's severity, lowest first (RFC 5424's order); `None` for a word that is no level.
+pub fn severity(level: &str) -> Option<u8> {
+    ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+        .iter()
+        .position(|l| *l == level)
+        .map(|p| p as u8)
 }
 
 /// A JSON-RPC error for a task that failed for a reason outside the tool.

@@ -26,7 +26,7 @@ fn discovery_tools_and_version_negotiation() {
     assert!(d["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object());
     assert!(d["result"]["capabilities"]["tools"].is_object());
     let tools = p.call("tools/list", json!({}));
-    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 8);
     let mut meta = modern_meta(true, true);
     meta["io.modelcontextprotocol/protocolVersion"] = json!("2030-01-01");
     let r = p.call("tools/list", json!({"_meta": meta}));

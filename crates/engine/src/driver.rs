@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use taskdeck_client::{Asks, ClientError, Followed, Reply, Session, StartOptions, Started, TaskSnapshot};
+use taskdeck_client::{Asks, ClientError, Followed, Reply, RetryInputs, Session, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::{TaskStatus, codes};
 use taskdeck_store::{Answer, Attempt, FailureReason, Mode, StoreError, TaskRecord, Update};
 use tokio::sync::mpsc;
@@ -127,7 +127,29 @@ async fn start(
     rec: &TaskRecord,
     rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
 ) -> Step {
-    let plain = rec.mode == Mode::Call;
+    // A round the user is still to answer is taken up where it was: the call goes once they have.
+    if let Some(r) = crate::mrtr::resumed(hub, rec) {
+        return match crate::mrtr::answered(hub, rec, r.round, r.number, rx, None, r.made).await {
+            Some(inputs) => send_round(hub, session, rec, rx, Some(inputs), r.number + 1).await,
+            None => Step::Done,
+        };
+    }
+    send_round(hub, session, rec, rx, None, 0).await
+}
+
+/// Sends the call; `inputs` are the answers to the server's previous round of input requests
+/// (`mrtr`), `round` how many rounds went before.
+async fn send_round(
+    hub: &Arc<Hub>,
+    session: &Session,
+    rec: &TaskRecord,
+    rx: &mut mpsc::UnboundedReceiver<DriverMsg>,
+    inputs: Option<RetryInputs>,
+    round: usize,
+) -> Step {
+    // Where a log entry without a task's id belongs: a plain call's, or in 2026-07-28 any call's,
+    // whose entries come on its request until it is answered (a task's handle included).
+    let plain = plain_or_modern_call(rec, session);
     if plain {
         hub.live.call_started(&rec.server, &rec.id);
     }
@@ -137,14 +159,27 @@ async fn start(
     if let Ok(tool) = session.tool(&rec.tool).await {
         validate::integers_as_integers(&tool.input_schema, &mut arguments);
     }
-    let call = session.start_tool(&rec.tool, arguments, &opts);
+    let call = async {
+        match &inputs {
+            None => session.start_tool(&rec.tool, arguments, &opts).await,
+            Some(inputs) => session.retry_tool(&rec.tool, arguments, &opts, inputs).await,
+        }
+    };
     tokio::pin!(call);
+    // An answer to a round asked before this call went out (by a Taskdeck that has stopped since,
+    // or another process): kept for the round the call brings (`mrtr`).
+    let mut held: Option<Box<AnswerMsg>> = None;
     // A plain call's question is answered while the call is in flight, and in turn with its
     // result: an answer the server took is recorded before the result it led to.
     let started = loop {
         tokio::select! {
             started = &mut call => break Some(started),
             msg = rx.recv() => match msg {
+                Some(DriverMsg::Answer(a)) if crate::mrtr::answers_a_round(&a) => {
+                    if let Some(older) = held.replace(a) {
+                        let _ = older.reply.send(Err(crate::mrtr::not_waiting(rec).into()));
+                    }
+                }
                 Some(DriverMsg::Answer(a)) => answer(hub, session, rec, *a).await,
                 Some(DriverMsg::Question(q)) => question(hub, session, &rec.id, &rec.server, *q).await,
                 // Reports are routed by remote id, which this task does not have yet.
@@ -153,6 +188,9 @@ async fn start(
                 // call's answer is nobody's now, and dropping the call stops waiting for it.
                 Some(DriverMsg::Wake) => {
                     if hub.gate.get(&rec.id).is_ok_and(|r| r.status.is_terminal()) {
+                        if !plain_or_modern_call(rec, session) {
+                            cancel_late_handle(session, rec, &mut call).await;
+                        }
                         break None;
                     }
                 }
@@ -173,6 +211,9 @@ async fn start(
         return if hub.gate.halted(&rec.id).is_some() { Step::Halted } else { Step::Done };
     };
     let era = session.era();
+    if let Some(held) = held.take_if(|_| !matches!(started, Ok(Started::InputRequired(_)))) {
+        let _ = held.reply.send(Err(crate::mrtr::not_waiting(rec).into()));
+    }
     match started {
         Ok(Started::Task(handle)) => {
             let rec = match hub.gate.set_remote(
@@ -189,6 +230,13 @@ async fn start(
                 }
                 Err(e) => {
                     tracing::debug!(task = %rec.id, "handle not recorded: {e}");
+                    // Cancelled here while the handle was on its way: the task it names is not
+                    // left running on the server.
+                    if hub.gate.get(&rec.id).is_ok_and(|r| r.status == TaskStatus::Cancelled)
+                        && let Err(e) = session.cancel_task(&handle.task_id).await
+                    {
+                        tracing::warn!(task = %rec.id, "a task made after its call was cancelled could not be cancelled: {e}");
+                    }
                     return Step::Done;
                 }
             };
@@ -203,6 +251,13 @@ async fn start(
             hub.gate.finish_call(&rec.id, era, Update::Completed { result, server_status: None });
             Step::Done
         }
+        // Nothing runs on the server until the call comes again with the answers.
+        Ok(Started::InputRequired(asked)) => {
+            match crate::mrtr::answered(hub, rec, *asked, round, rx, held, Vec::new()).await {
+                Some(inputs) => Box::pin(send_round(hub, session, rec, rx, Some(inputs), round + 1)).await,
+                None => Step::Done,
+            }
+        }
         Err(e) if sign_in_needed(rec, &e).is_some() => Step::SignIn,
         // Nothing ran: the server wants a page finished first, then the call again (`url_mode`).
         Err(e) if url_mode::is_url_required(&e) => match url_mode::finished_before_again(hub, rec, &e, rx).await {
@@ -216,6 +271,35 @@ async fn start(
             }
             hub.gate.apply_quietly(&rec.id, Update::Failed { error, server_status: None });
             Step::Done
+        }
+    }
+}
+
+/// Whether the call is a request only until it is answered (a plain call, or any call in
+/// 2026-07-28, where a task handle is just an answer): not a legacy task-augmented call.
+fn plain_or_modern_call(rec: &TaskRecord, session: &Session) -> bool {
+    rec.mode == Mode::Call || session.era() == taskdeck_protocol::Era::Modern
+}
+
+/// How long a legacy task-augmented call cancelled before its handle came is still listened to.
+const LATE_HANDLE_WAIT: Duration = Duration::from_secs(30);
+
+/// A legacy task-augmented call cancelled before its handle came: the server was told with
+/// `notifications/cancelled`, but one that made the task before it read that answers with the
+/// handle anyway, and the task would run on with nobody following it. It is cancelled with
+/// `tasks/cancel` as soon as it comes.
+async fn cancel_late_handle(
+    session: &Session,
+    rec: &TaskRecord,
+    call: &mut std::pin::Pin<&mut impl std::future::Future<Output = Result<Started, ClientError>>>,
+) {
+    let Ok(Ok(Started::Task(handle))) = tokio::time::timeout(LATE_HANDLE_WAIT, call.as_mut()).await else { return };
+    match session.cancel_task(&handle.task_id).await {
+        Ok(_) => {
+            tracing::info!(task = %rec.id, remote = %handle.task_id, "a task made after its call was cancelled is cancelled too")
+        }
+        Err(e) => {
+            tracing::warn!(task = %rec.id, remote = %handle.task_id, "a task made after its call was cancelled could not be cancelled: {e}")
         }
     }
 }

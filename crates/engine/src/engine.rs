@@ -297,6 +297,8 @@ impl Engine {
     /// Picks up one unfinished task nobody in this process drives, as [`Engine::resume`] says.
     fn resume_one(&self, rec: TaskRecord) -> Result<TaskRecord> {
         let interrupted = match (rec.mode, &rec.remote_task_id) {
+            // Between rounds of a multi-round-trip request nothing runs on the server.
+            (_, None) if crate::mrtr::waits_on_a_round(&rec) => None,
             (Mode::Call, _) => Some("Taskdeck stopped while the call was running; the server's answer was lost"),
             (Mode::Task, None) => Some("Taskdeck stopped before the server confirmed the task"),
             (Mode::Task, Some(_)) => None,
@@ -545,6 +547,13 @@ impl Engine {
             };
             match told {
                 Ok(true) => {}
+                Ok(false) if crate::mrtr::waits_on_a_round(&rec) => {
+                    server_told = false;
+                    reason = "cancelled here while its input requests waited for an answer; nothing runs on the \
+                              server between rounds, so there was nothing to tell it"
+                        .into();
+                    crate::mrtr::forget_round(&self.hub, &rec);
+                }
                 Ok(false) => {
                     server_told = false;
                     reason = "cancelled here; the server was not told: no request of this task is in flight on \

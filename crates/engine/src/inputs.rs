@@ -20,7 +20,7 @@ pub(crate) fn roots_for(hub: &Hub, server: &str) -> Vec<Root> {
 }
 
 /// The reply to an input request nobody is asked, or `None` when it is the user's.
-fn unasked(hub: &Hub, server: &str, q: &Question) -> Option<Reply> {
+pub(crate) fn unasked(hub: &Hub, server: &str, q: &Question) -> Option<Reply> {
     match &q.asks {
         Asks::Roots => Some(Reply::Result(json!({ "roots": roots_for(hub, server) }))),
         Asks::Sampling { .. } if hub.servers.sampling_policy(server) == crate::sampling::SamplingPolicy::Refuse => {

@@ -33,6 +33,7 @@ mod inputs;
 mod live;
 pub mod lock;
 pub mod logs;
+mod mrtr;
 mod options;
 mod reply;
 mod retention;

@@ -426,7 +426,16 @@ impl Server {
 
     /// Sends the configured log level to a legacy server that declares `logging`.
     fn send_log_level(self: &Arc<Self>, session: Session) {
-        let Some(level) = lock(&self.grants).log_level else { return };
+        let configured = lock(&self.grants).log_level;
+        if session.era() == taskdeck_protocol::Era::Modern {
+            // Rides every request from now on, so it is set before the session is used. A modern
+            // server sends no entry a request does not ask for: without a level configured,
+            // Taskdeck asks for `info` and above.
+            let level = configured.unwrap_or(crate::logs::LogLevel::Info);
+            session.log_level_per_request(Some(level.as_str()));
+            return;
+        }
+        let Some(level) = configured else { return };
         let me = self.clone();
         tokio::spawn(async move {
             match session.set_log_level(level.as_str()).await {

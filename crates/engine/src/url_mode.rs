@@ -41,6 +41,11 @@ fn required_question(e: &ClientError, round: usize) -> Option<Question> {
     matches!(q.asks, Asks::Url { .. }).then_some(q)
 }
 
+/// Whether an input key is one of Taskdeck's own URL-mode questions, never a server's.
+pub(crate) fn is_own_key(key: &str) -> bool {
+    key.starts_with(KEY_PREFIX)
+}
+
 /// Whether the call was refused with `-32042` (whatever its data: an unusable one fails the task
 /// with the refusal in [`finished_before_again`]).
 pub(crate) fn is_url_required(e: &ClientError) -> bool {

@@ -22,6 +22,9 @@ pub const LOG_LINE_BYTES: usize = 4 * 1024;
 /// A question's params as JSON. A form this big is already more than a person fills in; past it
 /// the question is [`crate::question::Asks::TooLarge`], which can only be declined or cancelled.
 pub const QUESTION_BYTES: usize = 256 * 1024;
+/// A multi-round-trip request's `requestState`, which Taskdeck holds while the user answers and
+/// must send back unchanged: it cannot be cut, so a larger one makes the answer unusable.
+pub const REQUEST_STATE_BYTES: usize = 1024 * 1024;
 
 /// What ends a cut text, so a reader knows there was more.
 pub const CUT_MARKER: &str = "…";

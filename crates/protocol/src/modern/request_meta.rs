@@ -51,6 +51,9 @@ pub fn with_request_meta(params: Value, version: &str, client_info: &Implementat
 pub struct RequestEnvelope {
     pub protocol_version: Option<String>,
     pub client_capabilities: Option<Value>,
+    /// `io.modelcontextprotocol/logLevel`: the log entries the client wants for this request;
+    /// without it, none may be sent.
+    pub log_level: Option<String>,
 }
 
 impl RequestEnvelope {
@@ -59,6 +62,7 @@ impl RequestEnvelope {
         Self {
             protocol_version: m.and_then(|m| m.get(meta::PROTOCOL_VERSION)).and_then(Value::as_str).map(str::to_owned),
             client_capabilities: m.and_then(|m| m.get(meta::CLIENT_CAPABILITIES)).cloned(),
+            log_level: m.and_then(|m| m.get(meta::LOG_LEVEL)).and_then(Value::as_str).map(str::to_owned),
         }
     }
 
