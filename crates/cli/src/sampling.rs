@@ -57,7 +57,8 @@ fn cut(text: &str) -> String {
 
 /// `answer --sample [--edit]`: the configured model's completion for the task's sampling request,
 /// printed, as the answer to give. Editing needs the completion first, so without a model both end
-/// in the engine's "no model configured" error.
+/// in the engine's "no model configured" error. The engine keeps the completion it returned, so the
+/// answer's note in the log carries its model and tokens, and says when the editor changed it.
 pub async fn sample(
     engine: &taskdeck_engine::Engine,
     id: &str,

@@ -289,8 +289,14 @@ fn result_text(task: &Value) -> String {
     task["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
 }
 
+/// The note of the task's answer in `show --json`'s events.
+fn answer_note(task: &Value) -> Value {
+    let events = task["events"].as_array().cloned().unwrap_or_default();
+    events.iter().rev().find(|e| e["kind"] == "answer").map(|e| e["data"]["sampling"].clone()).unwrap_or(Value::Null)
+}
+
 #[test]
-fn answer_sample_sends_the_servers_request_to_the_configured_model_and_returns_the_completion() {
+fn answer_sample_sends_the_servers_request_to_the_configured_model_and_returns_the_completion_with_its_tokens_logged() {
     let (task, seen) = a_sampled_summary(false);
     assert!(result_text(&task).contains("Two of three fixed."), "{task}");
     assert_eq!(seen.len(), 1, "{seen:?}");
@@ -303,13 +309,27 @@ fn answer_sample_sends_the_servers_request_to_the_configured_model_and_returns_t
     );
     let asked = seen[0].body["messages"][1]["content"].as_str().unwrap_or_default();
     assert!(asked.starts_with("Summarize these findings on checkout"), "{asked}");
+    // The log says the user sent the model's completion, and the tokens the provider reported.
+    assert_eq!(
+        answer_note(&task),
+        json!({"approved_by": "user", "model": "claude-test", "tokens": {"input": 50, "output": 5},
+            "outcome": "sent", "max_tokens": 200}),
+        "{task}"
+    );
 }
 
 #[test]
-fn answer_sample_edit_returns_the_completion_as_the_editor_left_it() {
+fn answer_sample_edit_returns_the_completion_as_the_editor_left_it_and_logs_it_as_edited() {
     let (task, seen) = a_sampled_summary(true);
     assert!(result_text(&task).contains("Two of three mended."), "{task}");
     assert_eq!(seen.len(), 1);
+    // What the edit started from cost the tokens the provider reported; the log says it was edited.
+    assert_eq!(
+        answer_note(&task),
+        json!({"approved_by": "user", "model": "claude-test", "tokens": {"input": 50, "output": 5},
+            "outcome": "sent", "max_tokens": 200, "edited": true}),
+        "{task}"
+    );
 }
 
 #[test]

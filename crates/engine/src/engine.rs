@@ -379,7 +379,8 @@ impl Engine {
             (Some(q), TaskStatus::InputRequired) => q.clone(),
             _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for an answer").into()),
         };
-        let (response, note) = crate::reply::reply(&self.hub.schemas, &question, &input)?;
+        let sampled = self.hub.sampled.of(id, &question);
+        let (response, note) = crate::reply::reply(&self.hub.schemas, &question, &input, sampled.as_ref())?;
         self.server(&rec.server)?;
         self.ensure_driver(id);
         let key = self.live_question_key(&rec, &question).await?;
@@ -388,6 +389,9 @@ impl Engine {
         if self.hub.live.send(id, msg).is_ok()
             && let Ok(outcome) = replied.await
         {
+            if outcome.is_ok() {
+                self.hub.sampled.answered(id, &[&question]);
+            }
             return outcome;
         }
         // The driver stopped before it could deliver the answer: the task ended, the store could
@@ -427,12 +431,14 @@ impl Engine {
         }
         let mut replies = Vec::new();
         for (i, (q, input)) in rec.questions.iter().zip(&inputs).enumerate() {
-            let (reply, note) = crate::reply::reply(&self.hub.schemas, q, input).map_err(|e| match e {
-                EngineError::InvalidAnswer { path, message } => {
-                    EngineError::InvalidAnswer { path: format!("/{i}{path}"), message }
-                }
-                other => other,
-            })?;
+            let sampled = self.hub.sampled.of(id, q);
+            let (reply, note) =
+                crate::reply::reply(&self.hub.schemas, q, input, sampled.as_ref()).map_err(|e| match e {
+                    EngineError::InvalidAnswer { path, message } => {
+                        EngineError::InvalidAnswer { path: format!("/{i}{path}"), message }
+                    }
+                    other => other,
+                })?;
             replies.push((q.key.clone(), reply, note));
         }
         self.server(&rec.server)?;
@@ -443,6 +449,9 @@ impl Engine {
         if self.hub.live.send(id, msg).is_ok()
             && let Ok(outcome) = replied.await
         {
+            if outcome.is_ok() {
+                self.hub.sampled.answered(id, &rec.questions.iter().collect::<Vec<_>>());
+            }
             return outcome;
         }
         if let Some(e) = self.store_failure(id) {
@@ -462,7 +471,8 @@ impl Engine {
     /// hints pick) and returns the completion, for the user to read, edit and then give as the
     /// answer. `key` names the question ([`QuestionKey::to_text`], as the record and `show --json`
     /// carry it) among several pending at once; `None` is the first pending question, the one
-    /// [`Engine::answer`] answers. Nothing goes to the server here.
+    /// [`Engine::answer`] answers. Nothing goes to the server here; the completion is kept, so
+    /// the answer that follows records its model and tokens, and whether the user edited it.
     pub async fn sample(&self, id: &str, key: Option<&str>) -> Result<crate::sampling::Completion> {
         let rec = self.hub.gate.get(id)?;
         if rec.status != TaskStatus::InputRequired {
@@ -472,11 +482,14 @@ impl Engine {
             None => rec.question.as_ref(),
             Some(k) => rec.questions.iter().find(|q| q.key.to_text() == k),
         };
-        let params = match question {
-            Some(q) if q.is_sampling() => q.sampling_params().ok_or_else(|| EngineError::InvalidAnswer {
-                path: String::new(),
-                message: "this sampling request could not be read: decline it".into(),
-            })?,
+        let (question, params) = match question {
+            Some(q) if q.is_sampling() => {
+                let params = q.sampling_params().ok_or_else(|| EngineError::InvalidAnswer {
+                    path: String::new(),
+                    message: "this sampling request could not be read: decline it".into(),
+                })?;
+                (q, params)
+            }
             Some(_) if key.is_some() => {
                 return Err(refused(&rec, Attempt::Answer, "that question is not a sampling request").into());
             }
@@ -486,7 +499,9 @@ impl Engine {
             _ => return Err(refused(&rec, Attempt::Answer, "the task is not waiting for a sampling reply").into()),
         };
         let model = self.hub.opts.models.pick(params.model_preferences.as_ref())?;
-        Ok(model.complete(&params).await?)
+        let completion = model.complete(&params).await?;
+        self.hub.sampled.keep(id, question, completion.clone());
+        Ok(completion)
     }
 
     /// The key under which the pending question can be answered on the session open now. Modern

@@ -27,6 +27,8 @@ pub(crate) struct Hub {
     pub paths: Paths,
     pub opts: EngineOptions,
     pub schemas: validate::Schemas,
+    /// What `Engine::sample` gave the user, for the note of the answer that follows.
+    pub sampled: crate::sampling::sampled::Sampled,
     /// Released by `Engine::shutdown`, or when the process ends however it ends.
     pub lock: Mutex<Option<DataDirLock>>,
 }
@@ -42,6 +44,7 @@ impl Hub {
                 paths,
                 opts,
                 schemas: validate::Schemas::default(),
+                sampled: Default::default(),
                 lock: Mutex::new(Some(lock)),
             }
         });

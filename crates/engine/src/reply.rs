@@ -16,12 +16,14 @@ pub enum AnswerInput {
 }
 use crate::{sampling, validate};
 
-/// The reply to `question` for the user's `input`, and (for sampling) its note. An accept that
-/// does not fit the question is [`EngineError::InvalidAnswer`], with the offending field's path.
+/// The reply to `question` for the user's `input`, and (for sampling) its note; `sampled` is the
+/// completion a model gave the user for it, if one was asked ([`sampling::reply_to`]). An accept
+/// that does not fit the question is [`EngineError::InvalidAnswer`], with the offending field's path.
 pub(crate) fn reply(
     schemas: &validate::Schemas,
     question: &Question,
     input: &AnswerInput,
+    sampled: Option<&sampling::Completion>,
 ) -> Result<(Reply, Option<Value>)> {
     let invalid = |message: String| EngineError::InvalidAnswer { path: String::new(), message };
     if let AnswerInput::Accept(_) = input
@@ -31,8 +33,8 @@ pub(crate) fn reply(
     }
     if question.is_sampling() {
         let (reply, note) = match input {
-            AnswerInput::Accept(content) => sampling::reply_to(question, Some(content)).map_err(invalid)?,
-            AnswerInput::Decline => sampling::reply_to(question, None).map_err(invalid)?,
+            AnswerInput::Accept(content) => sampling::reply_to(question, Some(content), sampled).map_err(invalid)?,
+            AnswerInput::Decline => sampling::reply_to(question, None, sampled).map_err(invalid)?,
             AnswerInput::Cancel => sampling::cancelled(),
         };
         return Ok((reply, Some(note.to_value())));

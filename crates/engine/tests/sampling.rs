@@ -13,6 +13,7 @@ use taskdeck_engine::sampling::{Completion, ModelError, ModelProvider, Models, T
 use taskdeck_engine::{Engine, EngineError, EngineOptions};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::sampling::{CreateMessageParams, CreateMessageResult};
+use taskdeck_store::EventKind;
 use taskdeck_test_support::{demo_server_entry, write_servers_config};
 
 /// A model that answers every request with one text and keeps the `maxTokens` it was asked for.
@@ -39,8 +40,16 @@ async fn open(dir: &Path, asked: Arc<Mutex<Vec<u64>>>) -> Engine {
 }
 
 async fn open_with(dir: &Path, asked: Arc<Mutex<Vec<u64>>>, policy: serde_json::Value) -> Engine {
+    open_in(dir, asked, policy, None).await
+}
+
+/// `era`: the demo server pinned to it (`None` detects it: modern).
+async fn open_in(dir: &Path, asked: Arc<Mutex<Vec<u64>>>, policy: serde_json::Value, era: Option<&str>) -> Engine {
     let mut entry = demo_server_entry(&dir.join("demo-state"));
     entry["sampling"] = policy;
+    if let Some(era) = era {
+        entry["era"] = json!(era);
+    }
     write_servers_config(&dir.join("servers.json"), [("demo", entry)]);
     let models = Models::new(vec![Arc::new(Recording(asked))]);
     let opts = EngineOptions { server_wait: Duration::from_secs(30), models, ..Default::default() };
@@ -74,7 +83,57 @@ async fn of_several_pending_questions_the_one_named_is_sampled_and_a_form_is_ref
     assert_eq!(*asked.lock().unwrap(), [100]);
     // Nothing went to the server: both questions still wait.
     assert_eq!(engine.get(&rec.id).unwrap().questions.len(), 2);
+
+    // Returned as the model wrote it, with the form: the log says the user approved the model's
+    // completion, and what it cost.
+    let form = json!({"environment": "staging"}).as_object().cloned().unwrap();
+    let reply = serde_json::to_value(&completion.result).unwrap().as_object().cloned().unwrap();
+    let inputs = vec![taskdeck_engine::AnswerInput::Accept(form), taskdeck_engine::AnswerInput::Accept(reply)];
+    engine.answer_all(&rec.id, inputs).await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()));
+    assert_eq!(end.await.unwrap().unwrap().status, TaskStatus::Completed);
+    let answer = engine.events(&rec.id).unwrap().into_iter().find(|e| e.kind == EventKind::Answer).unwrap();
+    let notes: Vec<_> = answer.data["answers"].as_array().unwrap().iter().map(|a| a["sampling"].clone()).collect();
+    assert_eq!(
+        notes,
+        [
+            serde_json::Value::Null,
+            json!({"approved_by": "user", "model": "recording", "tokens": {"input": 9, "output": 3},
+                "outcome": "sent", "max_tokens": 100})
+        ],
+        "{answer:?}"
+    );
     engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampled_completion_the_user_edited_is_logged_as_edited_with_the_tokens_the_model_used() {
+    for era in [None, Some("legacy")] {
+        let dir = tempfile::tempdir().unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let engine = open_in(dir.path(), asked.clone(), json!("ask"), era).await;
+        let rec = engine.run("demo", "summarize_findings", json!({"topic": "checkout"})).await.unwrap();
+        let wait = engine.wait(&rec.id, |r| r.status == TaskStatus::InputRequired && r.question.is_some());
+        let rec = tokio::time::timeout(Duration::from_secs(30), wait).await.unwrap().unwrap();
+        let completion = engine.sample(&rec.id, None).await.unwrap();
+        assert_eq!(completion.result.content.text(), "Faster search.", "{era:?}");
+
+        let edited = json!({"text": "Faster search, mostly."}).as_object().cloned().unwrap();
+        engine.answer(&rec.id, taskdeck_engine::AnswerInput::Accept(edited)).await.unwrap();
+        let end = tokio::time::timeout(Duration::from_secs(30), engine.wait(&rec.id, |r| r.status.is_terminal()));
+        let rec = end.await.unwrap().unwrap();
+        assert_eq!(rec.status, TaskStatus::Completed, "{era:?}: {rec:#?}");
+        let answer = engine.events(&rec.id).unwrap().into_iter().find(|e| e.kind == EventKind::Answer).unwrap();
+        assert_eq!(answer.data["response"]["content"]["text"], "Faster search, mostly.", "{era:?}: {answer:?}");
+        assert_eq!(answer.data["response"]["model"], "human", "{era:?}: the server is told a person wrote it");
+        assert_eq!(
+            answer.data["sampling"],
+            json!({"approved_by": "user", "model": "recording", "tokens": {"input": 9, "output": 3},
+                "outcome": "sent", "max_tokens": 200, "edited": true}),
+            "{era:?}"
+        );
+        engine.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Question } from '../lib/types';
-import { modelUnavailable, replyContent, returnedContent, samplingReview } from './sampling';
+import { call } from '../lib/ipc';
+import { modelUnavailable, replyContent, returnedContent, sampleTask, samplingReview } from './sampling';
+
+// The shell is not there: what would be sent to it is recorded instead.
+vi.mock('../lib/ipc', () => ({ call: vi.fn(() => Promise.resolve(null)) }));
 
 const key = '{"kind":"input_key","value":"s"}';
 const asks = (over: Partial<Extract<Question['asks'], { kind: 'sampling' }>['sampling']> = {}) => ({
@@ -77,5 +81,13 @@ describe('returning a sampling reply', () => {
     expect(modelUnavailable(null)).toMatch(/Settings → Models/);
     expect(modelUnavailable(undefined)).toMatch(/Looking/);
     expect(modelUnavailable('local/llama3.2')).toBeNull();
+  });
+});
+
+describe('asking the model', () => {
+  it('samples each of several pending questions by its own key', async () => {
+    const keys = ['{"kind":"input_key","value":"notes"}', '{"kind":"input_key","value":"title"}'];
+    for (const k of keys) await sampleTask('t1', k);
+    expect(vi.mocked(call).mock.calls).toEqual(keys.map((k) => ['sample_task', { id: 't1', key: k }]));
   });
 });

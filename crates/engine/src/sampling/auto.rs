@@ -91,13 +91,7 @@ pub(crate) async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, q: &Q
             return false;
         }
     };
-    let note = Note {
-        approved_by: ApprovedBy::Policy,
-        model: Some(completion.result.model.clone()),
-        tokens: completion.usage,
-        outcome: "sent",
-        max_tokens: Some(params.max_tokens),
-    };
+    let note = Note::completion(ApprovedBy::Policy, &completion, &params, false);
     let reply = Reply::Result(serde_json::to_value(&completion.result).unwrap_or_default());
     let asked = Update::Question { question: Box::new(q.clone()), message: q.message.clone() };
     let now = match hub.gate.apply(&rec.id, asked) {

@@ -3,7 +3,7 @@
 //! about one beside that: the per-server [`SamplingPolicy`], the seam a model provider plugs into
 //! ([`ModelProvider`], chosen among by [`Models`]), the reading of the user's reply
 //! ([`reply_to`]), and the note every answered sampling request leaves in its task's event log
-//! ([`Note`]).
+//! ([`Note`]), with the completions sampled for the user meanwhile ([`sampled`]).
 //!
 //! The providers are `taskdeck_models`'s, behind [`configured::ConfiguredModels`]: the engine opens
 //! with them when settings.json's `models` section names any, else with [`Models::none`], so that a
@@ -11,6 +11,7 @@
 
 pub(crate) mod auto;
 pub mod configured;
+pub(crate) mod sampled;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -182,18 +183,50 @@ pub enum ApprovedBy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Note {
     pub approved_by: ApprovedBy,
-    /// The reply's model (`human` for one the user wrote); none when declined.
+    /// The model that wrote the reply (`human` for one the user wrote), or whose completion the
+    /// user edited into it; none when declined.
     pub model: Option<String>,
+    /// What the model's completion used, as the provider counted it: for an edited reply, the
+    /// completion before the edit (what was spent to get it).
     pub tokens: Option<TokenUsage>,
     /// `declined`, `cancelled`, `refused` (the policy) or `sent`.
     pub outcome: &'static str,
-    /// For a reply the policy sent: the `maxTokens` its request allowed, which counts against the
-    /// task's budget when the provider did not say what it used (`auto::spent`).
+    /// For a model's completion: the `maxTokens` its request allowed, which counts against the
+    /// task's budget when the policy sent it and the provider did not say what it used
+    /// (`auto::spent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
+    /// The user changed the model's completion before it went back, so the reply (`human`, in
+    /// the answer's `response`) is no longer the model's own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub edited: bool,
 }
 
 impl Note {
+    /// The note of a model's completion that went back to the server, whoever let it go: the
+    /// policy, or the user who asked the model and returned its completion, `edited` or not. The
+    /// one place both paths say which model, the tokens it used and what it was allowed.
+    pub fn completion(
+        approved_by: ApprovedBy,
+        completion: &Completion,
+        request: &CreateMessageParams,
+        edited: bool,
+    ) -> Note {
+        Note {
+            approved_by,
+            model: Some(completion.result.model.clone()),
+            tokens: completion.usage,
+            outcome: "sent",
+            max_tokens: Some(request.max_tokens),
+            edited,
+        }
+    }
+
+    /// The note of a reply the user gave that no model wrote, or of none (`model: None`).
+    fn by_user(model: Option<String>, outcome: &'static str) -> Note {
+        Note { approved_by: ApprovedBy::User, model, tokens: None, outcome, max_tokens: None, edited: false }
+    }
+
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or_default()
     }
@@ -206,31 +239,33 @@ pub fn refused_by_policy() -> ErrorObject {
 
 /// The user's answer to a sampling question as the reply to send and its note. `content` is
 /// `None` to decline, and `Some` for the reply the user gives (read by
-/// [`sampling::reply_from_user`]: a `CreateMessageResult` or `{"text": "..."}`).
-pub fn reply_to(question: &Question, content: Option<&Map<String, Value>>) -> Result<(Reply, Note), String> {
+/// [`sampling::reply_from_user`]: a `CreateMessageResult` or `{"text": "..."}`). `sampled` is the
+/// completion the configured model gave for this question ([`sampled::Sampled`]), if the user
+/// asked it: a reply that is that completion is the model's, any other reply given after it is
+/// the completion edited (the user read it and sent something else), and both say what the
+/// completion cost.
+pub fn reply_to(
+    question: &Question,
+    content: Option<&Map<String, Value>>,
+    sampled: Option<&Completion>,
+) -> Result<(Reply, Note), String> {
     let Some(content) = content else {
-        let note =
-            Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "declined", max_tokens: None };
-        return Ok((Reply::Refused(sampling::declined()), note));
+        return Ok((Reply::Refused(sampling::declined()), Note::by_user(None, "declined")));
     };
     let Some(params) = question.sampling_params() else {
         return Err("this sampling request could not be read, so no reply fits it: decline it".into());
     };
     let result = sampling::reply_from_user(&Value::Object(content.clone()), &params)?;
-    let note = Note {
-        approved_by: ApprovedBy::User,
-        model: Some(result.model.clone()),
-        tokens: None,
-        outcome: "sent",
-        max_tokens: None,
+    let note = match sampled {
+        Some(c) => Note::completion(ApprovedBy::User, c, &params, result != c.result),
+        None => Note::by_user(Some(result.model.clone()), "sent"),
     };
     Ok((Reply::Result(serde_json::to_value(&result).unwrap_or_default()), note))
 }
 
 /// A cancelled sampling question: the server's request is refused as a cancel.
 pub fn cancelled() -> (Reply, Note) {
-    let note =
-        Note { approved_by: ApprovedBy::User, model: None, tokens: None, outcome: "cancelled", max_tokens: None };
+    let note = Note::by_user(None, "cancelled");
     (Reply::Refused(ErrorObject::new(-1, "the user cancelled the sampling request")), note)
 }
 
@@ -311,18 +346,57 @@ mod tests {
                 params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}),
             },
         );
-        let (reply, note) = reply_to(&q, None).unwrap();
+        let (reply, note) = reply_to(&q, None, None).unwrap();
         assert!(matches!(reply, Reply::Refused(ref e) if e.code == -1), "{reply:?}");
         assert_eq!(
             note.to_value(),
             json!({"approved_by": "user", "model": null, "tokens": null, "outcome": "declined"})
         );
         let text = json!({"text": "hello"}).as_object().cloned().unwrap();
-        let (reply, note) = reply_to(&q, Some(&text)).unwrap();
+        let (reply, note) = reply_to(&q, Some(&text), None).unwrap();
         let Reply::Result(v) = reply else { panic!() };
         assert_eq!(v["content"], json!({"type": "text", "text": "hello"}));
         assert_eq!((note.model.as_deref(), note.outcome), (Some("human"), "sent"));
         let typo = json!({"txt": "hello"}).as_object().cloned().unwrap();
-        assert!(reply_to(&q, Some(&typo)).unwrap_err().contains("unknown member"));
+        assert!(reply_to(&q, Some(&typo), None).unwrap_err().contains("unknown member"));
+    }
+
+    #[test]
+    fn a_reply_after_the_model_was_asked_says_its_model_its_tokens_and_whether_the_user_edited_it() {
+        let q = Question::decode(
+            QuestionKey::InputKey("k".into()),
+            Some("t".into()),
+            QuestionRequest {
+                method: "sampling/createMessage".into(),
+                params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}),
+            },
+        );
+        let sampled = Completion {
+            result: CreateMessageResult::text("Hello there.", "gpt-test"),
+            usage: Some(TokenUsage { input: 12, output: 3 }),
+        };
+        let as_written = serde_json::to_value(&sampled.result).unwrap().as_object().cloned().unwrap();
+        let (reply, note) = reply_to(&q, Some(&as_written), Some(&sampled)).unwrap();
+        let Reply::Result(v) = reply else { panic!() };
+        assert_eq!(v["model"], "gpt-test");
+        assert_eq!(
+            note.to_value(),
+            json!({"approved_by": "user", "model": "gpt-test", "tokens": {"input": 12, "output": 3},
+                "outcome": "sent", "max_tokens": 9})
+        );
+
+        let edited = json!({"text": "Hello, you."}).as_object().cloned().unwrap();
+        let (reply, note) = reply_to(&q, Some(&edited), Some(&sampled)).unwrap();
+        let Reply::Result(v) = reply else { panic!() };
+        assert_eq!((&v["model"], &v["content"]["text"]), (&json!("human"), &json!("Hello, you.")));
+        assert_eq!(
+            note.to_value(),
+            json!({"approved_by": "user", "model": "gpt-test", "tokens": {"input": 12, "output": 3},
+                "outcome": "sent", "max_tokens": 9, "edited": true})
+        );
+        // The policy's note is built by the same rule.
+        let policy = Note::completion(ApprovedBy::Policy, &sampled, &q.sampling_params().unwrap(), false);
+        assert_eq!(note.to_value()["tokens"], policy.to_value()["tokens"]);
+        assert_eq!(policy.to_value()["approved_by"], "policy");
     }
 }
