@@ -25,7 +25,7 @@ bench: bench-build bench-deps
 
 # Only the HTTP benchmarks (round trips at c=1, lifecycles at c=10, over loopback).
 bench-http: bench-build bench-deps
-	BENCH_ONLY=http timeout --kill-after=15 1200 bench/run.sh target/release $(BENCH_OUT)
+	BENCH_ONLY=http timeout --kill-after=15 2400 bench/run.sh target/release $(BENCH_OUT)
 
 # Only retention on a big store: 100,000 finished tasks seeded, `taskdeck-cli prune --keep 10000`
 # timed, the file read before and after (BENCH_PRUNE_TASKS, BENCH_PRUNE_KEEP to change the sizes).
