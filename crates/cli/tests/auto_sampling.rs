@@ -173,3 +173,26 @@ fn past_its_budget_a_sampling_request_is_asked_as_usual_and_the_model_is_not_cal
         assert_eq!(answers[0]["data"]["sampling"]["approved_by"], "user", "{era:?}: {shown}");
     }
 }
+
+#[test]
+fn a_plain_modern_calls_sampling_request_goes_to_the_model_within_the_budget_while_its_form_is_asked() {
+    let (base, seen) = stand_in();
+    let env = Env::new(None, json!({"auto": {"maxTokensPerTask": 1000}}), &base);
+    // `publish_notes` is a plain call that asks, in one round, a confirmation (the user's) and a
+    // blurb from a model (the policy's): only the form is left to answer.
+    let args = json!({"title": "Q3 notes", "blurb": true}).to_string();
+    let out =
+        env.run(&["run", "demo", "publish_notes", "--args", &args, "--answer", r#"{"publish": true}"#, "--json"], "");
+    let task: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out.stderr)));
+    assert_eq!(out.status.code(), Some(0), "{task} {}", text(&out.stderr));
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["result"]["structuredContent"]["blurb"], "Two of three fixed.", "the model's line: {task}");
+    assert_eq!(seen.lock().expect("log").len(), 1, "the model was asked once");
+
+    let shown = env.show(task["id"].as_str().expect("id"));
+    let answers = events_of(&shown, "answer");
+    let by_policy: Vec<_> = answers.iter().filter(|a| a["data"]["sampling"]["approved_by"] == "policy").collect();
+    assert_eq!(by_policy.len(), 1, "the blurb is logged as the policy's: {shown}");
+    assert_eq!(by_policy[0]["data"]["sampling"]["tokens"], json!({"input": 50, "output": 5}));
+    assert_eq!(answers.len(), 2, "and the confirmation as the user's: {shown}");
+}

@@ -1,8 +1,9 @@
 //! A plain modern call the server answers with input requests (2026-07-28, multi-round-trip
 //! requests): the round's questions are asked on the task like any task's, and once the user has
 //! answered them the call is sent again with the answers and the round's `requestState`. The rest
-//! of the round (roots, what Taskdeck cannot serve, sampling the policy refuses) is answered without
-//! asking, as a task's input requests are (`inputs.rs`).
+//! of the round (roots, what Taskdeck cannot serve, sampling the policy refuses or sends to a model
+//! within its budget) is answered without asking, as a task's input requests are (`inputs.rs`,
+//! `sampling/auto.rs`).
 //!
 //! An `InputRequiredResult` ends the request: nothing runs on the server between rounds, so
 //! sending the call again breaks no "sent once" promise. The rounds are bounded: a server that
@@ -51,6 +52,10 @@ pub(crate) async fn answered(
     let mut users = Vec::new();
     for q in asked.questions {
         let QuestionKey::InputKey(key) = &q.key else { continue };
+        if let Some(reply) = crate::sampling::auto::for_round(hub, rec, &q).await {
+            responses.push((key.clone(), reply));
+            continue;
+        }
         match crate::inputs::unasked(hub, &rec.server, &q) {
             Some(reply) => responses.push((key.clone(), reply)),
             None => users.push(q),

@@ -79,20 +79,7 @@ fn goes_to_a_model(hub: &Hub, rec: &TaskRecord, q: &Question) -> Option<CreateMe
 /// was written); true when it was handled here, even if the reply could not be delivered (the
 /// question is then recorded, open, for the user).
 pub(crate) async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, q: &Question) -> bool {
-    let Some(params) = goes_to_a_model(hub, rec, q) else { return false };
-    let completion = match hub.opts.models.pick(params.model_preferences.as_ref()) {
-        Ok(model) => model.complete(&params).await,
-        Err(e) => Err(e),
-    };
-    let completion = match completion {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(task = %rec.id, "the model could not answer the sampling request, so the user is asked: {e}");
-            return false;
-        }
-    };
-    let note = Note::completion(ApprovedBy::Policy, &completion, &params, false);
-    let reply = Reply::Result(serde_json::to_value(&completion.result).unwrap_or_default());
+    let Some((reply, note, model)) = by_policy(hub, rec, q).await else { return false };
     let asked = Update::Question { question: Box::new(q.clone()), message: q.message.clone() };
     let now = match hub.gate.apply(&rec.id, asked) {
         Ok(now) => now,
@@ -107,11 +94,46 @@ pub(crate) async fn answer(hub: &Hub, session: &Session, rec: &TaskRecord, q: &Q
         hub.live.open_question(&rec.id, LiveQuestion { key: q.key.clone(), connection });
         return true;
     }
-    tracing::info!(task = %rec.id, model = %completion.result.model, "a sampling request answered by the policy");
-    let note = note.to_value();
+    tracing::info!(task = %rec.id, %model, "a sampling request answered by the policy");
     let answer = Answer { key: q.key.to_text(), response: crate::reply::stored(&reply, Some(&note)), note: Some(note) };
     hub.gate.apply_quietly(&rec.id, Update::Answer(answer));
     true
+}
+
+/// The same for a question of a plain call's round (multi-round-trip requests): the reply the
+/// call is sent again with, when the policy answers `q`; the request and its answer are in the
+/// log before the call goes again, as the round's other answers are. `None`: the user's question.
+pub(crate) async fn for_round(hub: &Hub, rec: &TaskRecord, q: &Question) -> Option<Reply> {
+    let (reply, note, model) = by_policy(hub, rec, q).await?;
+    let asked = Update::Question { question: Box::new(q.clone()), message: q.message.clone() };
+    if let Err(e) = hub.gate.apply(&rec.id, asked) {
+        tracing::debug!(task = %rec.id, "the sampling request could not be recorded: {e}");
+        return None;
+    }
+    tracing::info!(task = %rec.id, %model, "a sampling request of a plain call's round answered by the policy");
+    let answer = Answer { key: q.key.to_text(), response: crate::reply::stored(&reply, Some(&note)), note: Some(note) };
+    hub.gate.apply_quietly(&rec.id, Update::Answer(answer));
+    Some(reply)
+}
+
+/// The model's reply to `q`, its note and the model's name, when the policy lets it go unasked
+/// and the model answered; nothing is written.
+async fn by_policy(hub: &Hub, rec: &TaskRecord, q: &Question) -> Option<(Reply, Value, String)> {
+    let params = goes_to_a_model(hub, rec, q)?;
+    let completion = match hub.opts.models.pick(params.model_preferences.as_ref()) {
+        Ok(model) => model.complete(&params).await,
+        Err(e) => Err(e),
+    };
+    let completion = match completion {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(task = %rec.id, "the model could not answer the sampling request, so the user is asked: {e}");
+            return None;
+        }
+    };
+    let note = Note::completion(ApprovedBy::Policy, &completion, &params, false).to_value();
+    let reply = Reply::Result(serde_json::to_value(&completion.result).unwrap_or_default());
+    Some((reply, note, completion.result.model.clone()))
 }
 
 /// A modern snapshot's sampling requests that go to a model are answered here, and the snapshot
