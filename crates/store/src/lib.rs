@@ -5,6 +5,7 @@
 //! change is one transaction that updates the task row and appends its event together; WAL lets
 //! the CLI and the UI read while the engine writes; and a file that is not ours is never touched.
 
+mod checkpoint;
 mod error;
 mod history;
 mod hosted;

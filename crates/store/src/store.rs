@@ -28,6 +28,8 @@ pub struct Store {
 struct Inner {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Dropped after the connection: the last to close the file checkpoints it.
+    checkpointer: Mutex<Option<crate::checkpoint::Checkpointer>>,
 }
 
 const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status, \
@@ -49,7 +51,21 @@ impl Store {
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
         let path = path.as_ref().to_owned();
         let conn = crate::open::open(&path)?;
-        Ok(Store { inner: Arc::new(Inner { path, conn: Mutex::new(conn) }) })
+        let checkpointer = crate::checkpoint::Checkpointer::start(&path);
+        if checkpointer.is_some() {
+            conn.pragma_update(None, "wal_autocheckpoint", crate::checkpoint::BACKSTOP_PAGES)?;
+        }
+        Ok(Store { inner: Arc::new(Inner { path, conn: Mutex::new(conn), checkpointer: Mutex::new(checkpointer) }) })
+    }
+
+    /// Tests only, not part of the interface: checkpoints go back to SQLite's own, inside the
+    /// commit that crosses 1,000 WAL pages, so a test that reads the WAL frame by frame sees only
+    /// its own writes move it.
+    #[doc(hidden)]
+    pub fn checkpoint_inline_for_tests(&self) -> Result<()> {
+        drop(self.inner.checkpointer.lock().unwrap_or_else(|p| p.into_inner()).take());
+        self.conn().pragma_update(None, "wal_autocheckpoint", 1000)?;
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {

@@ -74,6 +74,7 @@ fn log_of(store: &Store, id: &str) -> Vec<(String, Option<TaskStatus>, Option<Ta
 #[test]
 fn a_plain_calls_era_and_result_are_one_commit_with_the_rows_and_events_two_made() {
     let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
     let progress = || Update::Progress(Progress { progress: 1.0, total: Some(2.0), message: None });
     let done = || Update::Completed { result: result(), server_status: None };
 
@@ -114,6 +115,7 @@ fn a_plain_calls_era_and_result_are_one_commit_with_the_rows_and_events_two_made
 #[test]
 fn a_plain_call_that_ended_meanwhile_records_neither_its_era_nor_its_result() {
     let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
     let task = f.store.create_task(plain_call("k")).unwrap();
     f.store.apply(&task.id, Update::Cancelled { reason: None, server_status: None, server_told: Some(true) }).unwrap();
     let logged = log_of(&f.store, &task.id);
@@ -131,6 +133,7 @@ fn a_plain_call_that_ended_meanwhile_records_neither_its_era_nor_its_result() {
 #[test]
 fn a_plain_call_unknown_to_the_store_writes_nothing() {
     let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
     let err = f.store.set_era_then_apply("no-such-task", Era::Legacy, vec![]).unwrap_err();
     assert!(matches!(err, StoreError::NotFound { .. }), "{err:?}");
 }
@@ -170,6 +173,7 @@ fn found(store: &Store, words: &str) -> Vec<String> {
 #[test]
 fn a_write_that_changes_no_indexed_text_leaves_the_search_index_untouched_and_each_that_does_finds_the_task() {
     let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
     let task = f.store.create_task(new_task("k")).unwrap();
     let untouched = index_pages(&f.path);
 
@@ -238,6 +242,7 @@ fn root_page(path: &Path, index: &str) -> u32 {
 #[test]
 fn a_new_status_message_alone_leaves_the_status_indexes_alone_and_the_question_where_it_was() {
     let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
     let task = f.store.create_task(new_task("k")).unwrap();
     // One small store: each index is its root page alone.
     let by_status_created = root_page(&f.path, "tasks_by_status_created");
@@ -266,4 +271,26 @@ fn a_new_status_message_alone_leaves_the_status_indexes_alone_and_the_question_w
         .filter_map(|e| e.data["message"].as_str().map(str::to_owned))
         .collect();
     assert_eq!(messages, ["one", "still asking", "moved on"]);
+}
+
+/// The store's pages as the main file holds them now, without checkpointing anything.
+fn main_file_pages(path: &Path) -> u64 {
+    std::fs::metadata(path).unwrap().len() / 4096
+}
+
+#[test]
+fn commits_leave_the_checkpoint_to_the_stores_own_thread_which_brings_the_wal_back_into_the_file() {
+    let f = fixture();
+    let before = main_file_pages(&f.path);
+    // Short of SQLite's own threshold (1,000 WAL pages), which the committing connection would
+    // checkpoint at: only the store's thread can have copied these pages into the file.
+    for i in 0..50 {
+        f.store.create_task(new_task(&format!("bulk-{i}"))).unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while main_file_pages(&f.path) <= before + 10 {
+        assert!(std::time::Instant::now() < deadline, "nothing reached the file: {} pages", main_file_pages(&f.path));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(f.store.non_terminal().unwrap().len(), 50, "every write is still there");
 }
