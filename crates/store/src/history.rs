@@ -121,14 +121,25 @@ const SUMMARY_COLUMNS: &str = "t.id, t.server, t.tool, t.mode, t.era, t.status, 
      t.error_code, t.error_message, t.error_reason, t.result IS NOT NULL, t.pinned, t.created_at, t.updated_at";
 
 /// A WHERE clause over `tasks AS t` and its parameters, built from a query: user text only ever
-/// reaches SQL as a parameter.
+/// reaches SQL as a parameter. The search is kept apart (`search`), because how it is best joined
+/// depends on how many tasks it matches (see [`Plan`]).
 pub(crate) struct Clause {
     pub sql: String,
     pub params: Vec<SqlValue>,
+    /// The FTS5 query, when the query searches.
+    pub search: Option<String>,
 }
 
 impl Clause {
     pub(crate) fn of(query: &TaskQuery, with_statuses: bool) -> Result<Option<Clause>> {
+        Clause::build(query, with_statuses, false)
+    }
+
+    /// `in_order`: the clause is for a walk of the tasks newest first, so the terms whose indexes
+    /// cannot give that order (several statuses, the pinned flag) are written so that SQLite does
+    /// not pick them (a unary `+`): reading every unpinned task by that index and sorting them all
+    /// to keep the first fifty was most of a search's time.
+    fn build(query: &TaskQuery, with_statuses: bool, in_order: bool) -> Result<Option<Clause>> {
         let mut terms: Vec<String> = Vec::new();
         let mut params: Vec<SqlValue> = Vec::new();
         let param = |params: &mut Vec<SqlValue>, v: SqlValue| {
@@ -138,7 +149,9 @@ impl Clause {
         if with_statuses && !query.statuses.is_empty() {
             let list: Vec<String> =
                 query.statuses.iter().map(|s| param(&mut params, SqlValue::Text(s.as_str().to_owned()))).collect();
-            terms.push(format!("t.status IN ({})", list.join(", ")));
+            // One status is an equality on `tasks_by_status_created`, which is in order.
+            let column = if in_order && list.len() > 1 { "+t.status" } else { "t.status" };
+            terms.push(format!("{column} IN ({})", list.join(", ")));
         }
         if let Some(server) = &query.server {
             terms.push(format!("t.server = {}", param(&mut params, SqlValue::Text(server.clone()))));
@@ -156,20 +169,68 @@ impl Clause {
             terms.push("t.status = 'input_required' AND t.question_key IS NOT NULL".to_owned());
         }
         if let Some(pinned) = query.pinned {
-            terms.push(format!("t.pinned = {}", i64::from(pinned)));
+            let column = if in_order { "+t.pinned" } else { "t.pinned" };
+            terms.push(format!("{column} = {}", i64::from(pinned)));
         }
+        let mut search = None;
         if let Some(text) = query.search.as_deref().filter(|s| !s.trim().is_empty()) {
             // Words that cannot match anything match nothing, rather than everything.
             let Some(fts) = crate::search::fts_query(text) else { return Ok(None) };
-            terms.push(format!(
-                "t.id IN (SELECT r.task_id FROM task_search JOIN task_search_rows AS r ON r.row = task_search.rowid \
-                 WHERE task_search MATCH {})",
-                param(&mut params, SqlValue::Text(fts))
-            ));
+            search = Some(fts);
         }
         let sql = if terms.is_empty() { "1".to_owned() } else { terms.join(" AND ") };
-        Ok(Some(Clause { sql, params }))
+        Ok(Some(Clause { sql, params, search }))
     }
+
+    /// Adds a term with one more parameter (`{}` in `term` is where it goes).
+    fn and(&mut self, term: &str, value: SqlValue) {
+        self.params.push(value);
+        let at = format!("?{}", self.params.len());
+        self.sql = format!("{} AND {}", self.sql, term.replace("{}", &at));
+    }
+}
+
+/// The most matches (or filtered tasks) counted to choose a [`Plan`]: below it a set is small
+/// enough to read whole and sort; the count stops there, so choosing costs the same for a word in
+/// every task.
+const SMALL_SET: i64 = 2000;
+
+/// How a page under a search is read. A few matches: the index's matches are read, their tasks
+/// looked up by id and sorted. Many matches and few tasks under the other filters: those tasks
+/// are read by their index and each tested against the search by its row of the index. Many of
+/// both: the tasks are walked newest first and tested one by one, so a page stops at its length
+/// instead of reading every match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    FromMatches,
+    TestFiltered,
+    TestInOrder,
+}
+
+/// A task's test against the search: its row of the index, by rowid, with the query (`{}`).
+const SEARCH_TEST: &str = "EXISTS (SELECT 1 FROM task_search WHERE task_search MATCH {} AND task_search.rowid = \
+     (SELECT r.row FROM task_search_rows AS r WHERE r.task_id = t.id))";
+
+/// The tasks the index matches, in its order, each joined to its task by id (`CROSS JOIN` keeps
+/// SQLite from starting anywhere else).
+const FROM_MATCHES: &str =
+    "task_search CROSS JOIN task_search_rows AS r ON r.row = task_search.rowid CROSS JOIN tasks AS t ON t.id = r.task_id";
+
+/// Whether the index matches fewer than [`SMALL_SET`] tasks for `fts`.
+fn few_matches(conn: &Connection, fts: &str) -> Result<bool> {
+    let n: i64 = conn
+        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM task_search WHERE task_search MATCH ?1 LIMIT ?2)")?
+        .query_row(rusqlite::params![fts, SMALL_SET], |r| r.get(0))?;
+    Ok(n < SMALL_SET)
+}
+
+/// Whether fewer than [`SMALL_SET`] tasks pass `clause` (its search aside).
+fn few_filtered(conn: &Connection, clause: &Clause) -> Result<bool> {
+    let mut params = clause.params.clone();
+    params.push(SqlValue::Integer(SMALL_SET));
+    let sql = format!("SELECT count(*) FROM (SELECT 1 FROM tasks AS t WHERE {} LIMIT ?{})", clause.sql, params.len());
+    let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(params), |r| r.get(0))?;
+    Ok(n < SMALL_SET)
 }
 
 impl Store {
@@ -247,9 +308,20 @@ impl Store {
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
         let conn = self.conn();
         let mut counts = StatusCounts::default();
-        let Some(clause) = Clause::of(query, false)? else { return Ok(counts) };
+        let Some(mut clause) = Clause::of(query, false)? else { return Ok(counts) };
+        let mut from = "tasks AS t";
+        if let Some(fts) = clause.search.take() {
+            // Every match is counted whatever the plan; only few tasks under the other filters
+            // make testing them cheaper than reading the matches.
+            if !few_matches(&conn, &fts)? && few_filtered(&conn, &clause)? {
+                clause.and(SEARCH_TEST, SqlValue::Text(fts));
+            } else {
+                from = FROM_MATCHES;
+                clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            }
+        }
         let sql = format!(
-            "SELECT t.status, count(*), sum(t.question_key IS NOT NULL) FROM tasks AS t WHERE {} GROUP BY t.status",
+            "SELECT t.status, count(*), sum(t.question_key IS NOT NULL) FROM {from} WHERE {} GROUP BY t.status",
             clause.sql
         );
         let mut st = conn.prepare(&sql)?;
@@ -294,20 +366,51 @@ fn paged<R>(
     id_of: impl Fn(&R) -> String,
 ) -> Result<Page<R>> {
     let Some(mut clause) = Clause::of(query, true)? else { return Ok(Page { items: Vec::new(), next_before: None }) };
-    if let Some(before) = &page.before {
-        let (created_at, rowid) = keyset(conn, before)?;
-        clause.params.push(SqlValue::Text(created_at));
-        let c = clause.params.len();
-        clause.params.push(SqlValue::Integer(rowid));
-        let r = clause.params.len();
-        // A range on the index's first column, then the tie-break among the same millisecond.
-        clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
+    let cursor = match &page.before {
+        Some(before) => Some(keyset(conn, before)?),
+        None => None,
+    };
+    let after = |clause: &mut Clause| {
+        if let Some((created_at, rowid)) = &cursor {
+            clause.params.push(SqlValue::Text(created_at.clone()));
+            let c = clause.params.len();
+            clause.params.push(SqlValue::Integer(*rowid));
+            let r = clause.params.len();
+            // A range on the index's first column, then the tie-break among the same millisecond.
+            clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
+        }
+    };
+    after(&mut clause);
+    let mut from = "tasks AS t";
+    if let Some(fts) = clause.search.take() {
+        let plan = if few_matches(conn, &fts)? {
+            Plan::FromMatches
+        } else if few_filtered(conn, &clause)? {
+            Plan::TestFiltered
+        } else {
+            Plan::TestInOrder
+        };
+        if plan == Plan::TestInOrder {
+            let Some(ordered) = Clause::build(query, true, true)? else {
+                return Ok(Page { items: Vec::new(), next_before: None });
+            };
+            clause = ordered;
+            clause.search = None;
+            after(&mut clause);
+        }
+        match plan {
+            Plan::FromMatches => {
+                from = FROM_MATCHES;
+                clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            }
+            Plan::TestFiltered | Plan::TestInOrder => clause.and(SEARCH_TEST, SqlValue::Text(fts)),
+        }
     }
     // One more than asked, to know whether there is a next page without a second query.
     let limit = page.limit.map_or(-1, |l| l.saturating_add(1).min(i64::MAX as usize) as i64);
     clause.params.push(SqlValue::Integer(limit));
     let sql = format!(
-        "SELECT {columns} FROM tasks AS t WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
+        "SELECT {columns} FROM {from} WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
         clause.sql,
         clause.params.len()
     );

@@ -1,0 +1,60 @@
+//! How long a search takes over a large store, as the app asks it: the pinned tasks' page, then the
+//! others' page, and the counts per status. Not part of the suite (it needs a seeded store):
+//! `TASKDECK_SEARCH_STORE=/copy/of/store.sqlite3 cargo test --release -p taskdeck-store --test search_speed -- --ignored --nocapture`.
+//! The store is opened as it is; work on a copy.
+
+use std::time::{Duration, Instant};
+
+use taskdeck_store::{PageRequest, Store, TaskQuery};
+
+fn pct(sorted: &[Duration], p: usize) -> f64 {
+    let i = (sorted.len().saturating_sub(1) * p).div_ceil(100);
+    sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1000.0
+}
+
+fn report(name: &str, mut times: Vec<Duration>) {
+    times.sort();
+    println!("{name:>10}: p50 {:7.2} ms  p95 {:7.2} ms  max {:7.2} ms", pct(&times, 50), pct(&times, 95), pct(&times, 100));
+}
+
+#[test]
+#[ignore = "needs a seeded store named by TASKDECK_SEARCH_STORE"]
+fn search_over_a_large_store_is_timed_page_by_page() {
+    let Ok(path) = std::env::var("TASKDECK_SEARCH_STORE") else { return };
+    let store = Store::open(path).expect("the store opens");
+    let total = store.counts(&TaskQuery::default()).expect("counts").total;
+    let words = ["latency", "checkout", "payments", "forecast", "failover"];
+    let n = 40;
+    let queries: Vec<String> = (0..n)
+        .map(|i| if i % 2 == 1 { format!("tag{}", (i * 7919) % total.max(1) as usize) } else { words[i % words.len()].to_owned() })
+        .collect();
+    let (mut pages, mut counts, mut dense, mut sparse) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, q) in queries.iter().enumerate() {
+        let query = TaskQuery { search: Some(q.clone()), ..Default::default() };
+        let t0 = Instant::now();
+        let pinned = store
+            .summaries(&TaskQuery { pinned: Some(true), ..query.clone() }, &PageRequest { before: None, limit: Some(50) })
+            .expect("pinned page");
+        let rest = store
+            .summaries(
+                &TaskQuery { pinned: Some(false), ..query.clone() },
+                &PageRequest { before: None, limit: Some(50 - pinned.items.len().min(49)) },
+            )
+            .expect("page");
+        let paged = t0.elapsed();
+        let t1 = Instant::now();
+        let c = store.counts(&query).expect("counts");
+        let counted = t1.elapsed();
+        if i < 2 {
+            println!("{q}: {} pinned, {} more, {} in all", pinned.items.len(), rest.items.len(), c.total);
+        }
+        pages.push(paged);
+        counts.push(counted);
+        if i % 2 == 1 { sparse.push(paged + counted) } else { dense.push(paged + counted) }
+    }
+    println!("{total} tasks, {n} searches");
+    report("page", pages);
+    report("counts", counts);
+    report("dense", dense);
+    report("sparse", sparse);
+}
