@@ -1,0 +1,130 @@
+//! A search's pages are the same whichever way the store joins the index: for a word in a few
+//! tasks, a word in most of them, and one in every task, under each filter, the pinned segment,
+//! and page after page through the cursor, they are the tasks without the search narrowed to those
+//! holding the word, in the same order. Enough tasks that a common word is past the size at which
+//! the store stops reading every match.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use taskdeck_store::{NewTask, PageRequest, Store, TaskQuery, TaskStatus, Update};
+
+const TASKS: usize = 2600;
+
+struct Seeded {
+    /// Each task's id and the words its arguments hold, in creation order.
+    tasks: Vec<(String, String)>,
+}
+
+fn seed(store: &Store) -> Seeded {
+    let mut tasks = Vec::with_capacity(TASKS);
+    for i in 0..TASKS {
+        let mut words = vec!["common".to_owned(), format!("tag{i}")];
+        if i % 2 == 0 {
+            words.push("even".into());
+        }
+        let words = words.join(" ");
+        let t = store
+            .create_task(NewTask {
+                server: if i % 3 == 0 { "b" } else { "a" }.into(),
+                tool: "slow_count".into(),
+                arguments: json!({ "note": words }),
+                idempotency_key: format!("k{i}"),
+                mode: taskdeck_store::Mode::Task,
+            })
+            .unwrap();
+        if i % 5 == 0 {
+            store
+                .apply(&t.id, Update::Completed { result: json!({"content": []}), server_status: None })
+                .unwrap();
+        }
+        if i % 7 == 0 {
+            store.set_pinned(&t.id, true).unwrap();
+        }
+        tasks.push((t.id, words));
+    }
+    Seeded { tasks }
+}
+
+/// Every page of the query, 50 at a time through the cursor, joined.
+fn paged(store: &Store, query: &TaskQuery) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut before = None;
+    loop {
+        let p = store.summaries(query, &PageRequest { before: before.clone(), limit: Some(50) }).unwrap();
+        out.extend(p.items.iter().map(|s| s.id.clone()));
+        match p.next_before {
+            Some(next) => before = Some(next),
+            None => return out,
+        }
+    }
+}
+
+/// The same tasks found without the search, narrowed to those whose words hold `word`.
+fn expected(store: &Store, seeded: &Seeded, query: &TaskQuery, word: &str) -> Vec<String> {
+    let plain = TaskQuery { search: None, ..query.clone() };
+    let all = store.summaries(&plain, &PageRequest::default()).unwrap().items;
+    all.into_iter()
+        .filter(|s| {
+            let words = &seeded.tasks.iter().find(|(id, _)| *id == s.id).unwrap().1;
+            words.split(' ').any(|w| w == word)
+        })
+        .map(|s| s.id)
+        .collect()
+}
+
+#[test]
+fn a_search_pages_as_the_list_does_for_rare_common_and_universal_words_under_every_filter() {
+    let f = fixture();
+    let seeded = seed(&f.store);
+    let filters = [
+        TaskQuery::default(),
+        TaskQuery { server: Some("b".into()), ..Default::default() },
+        TaskQuery { server: Some("a".into()), ..Default::default() },
+        TaskQuery { pinned: Some(true), ..Default::default() },
+        TaskQuery { pinned: Some(false), ..Default::default() },
+        TaskQuery { statuses: vec![TaskStatus::Completed], ..Default::default() },
+        TaskQuery { statuses: vec![TaskStatus::Working], pinned: Some(false), ..Default::default() },
+        TaskQuery { statuses: vec![TaskStatus::Working, TaskStatus::Completed], ..Default::default() },
+        TaskQuery {
+            statuses: vec![TaskStatus::Working, TaskStatus::InputRequired],
+            server: Some("a".into()),
+            pinned: Some(false),
+            ..Default::default()
+        },
+    ];
+    for word in ["common", "even", "tag1234", "tag0"] {
+        for filter in &filters {
+            let query = TaskQuery { search: Some(word.to_owned()), ..filter.clone() };
+            let want = expected(&f.store, &seeded, &query, word);
+            assert_eq!(paged(&f.store, &query), want, "{word} under {filter:?}");
+            let counts = f.store.counts(&query).unwrap();
+            let plain_counts = TaskQuery { statuses: Vec::new(), ..query.clone() };
+            let every = expected(&f.store, &seeded, &plain_counts, word);
+            assert_eq!(counts.total as usize, every.len(), "count of {word} under {filter:?}");
+        }
+    }
+    // The common word really is in more tasks than a page reads whole, and in every one.
+    assert_eq!(paged(&f.store, &TaskQuery { search: Some("common".into()), ..Default::default() }).len(), TASKS);
+}
+
+#[test]
+fn a_task_whose_words_change_moves_in_and_out_of_a_common_words_pages() {
+    let f = fixture();
+    let seeded = seed(&f.store);
+    let (id, _) = &seeded.tasks[TASKS - 1];
+    // Its result now holds the odd tasks' missing word: it joins "even" however that is read.
+    f.store
+        .apply(
+            id,
+            Update::Completed { result: json!({"content": [{"type": "text", "text": "even"}]}), server_status: None },
+        )
+        .unwrap();
+    let query = TaskQuery { search: Some("even".into()), ..Default::default() };
+    assert!(paged(&f.store, &query).contains(id));
+    let query = TaskQuery { search: Some("common even".into()), pinned: Some(false), ..Default::default() };
+    let pages = paged(&f.store, &query);
+    assert!(pages.contains(id));
+    assert_eq!(pages.len(), TASKS / 2 - (0..TASKS).filter(|i| i % 2 == 0 && i % 7 == 0).count() + 1);
+}
