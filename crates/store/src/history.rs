@@ -213,15 +213,28 @@ const SEARCH_TEST: &str = "EXISTS (SELECT 1 FROM task_search WHERE task_search M
 
 /// The tasks the index matches, in its order, each joined to its task by id (`CROSS JOIN` keeps
 /// SQLite from starting anywhere else).
-const FROM_MATCHES: &str =
-    "task_search CROSS JOIN task_search_rows AS r ON r.row = task_search.rowid CROSS JOIN tasks AS t ON t.id = r.task_id";
+const FROM_MATCHES: &str = "task_search CROSS JOIN task_search_rows AS r ON r.row = task_search.rowid CROSS JOIN tasks AS t ON t.id = r.task_id";
 
 /// Whether the index matches fewer than [`SMALL_SET`] tasks for `fts`.
 fn few_matches(conn: &Connection, fts: &str) -> Result<bool> {
-    let n: i64 = conn
-        .prepare_cached("SELECT count(*) FROM (SELECT 1 FROM task_search WHERE task_search MATCH ?1 LIMIT ?2)")?
-        .query_row(rusqlite::params![fts, SMALL_SET], |r| r.get(0))?;
-    Ok(n < SMALL_SET)
+    Ok(first_matches(conn, fts)?.is_none())
+}
+
+/// When the index matches [`SMALL_SET`] tasks or more for `fts`: the share of the rows up to the
+/// last of the first [`SMALL_SET`] matches that match, which says roughly how much of the store
+/// the search matches without reading every match (a guess, to choose how to count; rows follow
+/// creation, so a word only in recent tasks is guessed rarer than it is).
+fn first_matches(conn: &Connection, fts: &str) -> Result<Option<f64>> {
+    let (n, last): (i64, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT count(*), max(rowid) FROM (SELECT rowid FROM task_search WHERE task_search MATCH ?1 LIMIT ?2)",
+        )?
+        .query_row(rusqlite::params![fts, SMALL_SET], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let Some(last) = last.filter(|_| n >= SMALL_SET) else { return Ok(None) };
+    let rows: i64 = conn
+        .prepare_cached("SELECT count(*) FROM task_search_rows WHERE row <= ?1")?
+        .query_row([last], |r| r.get(0))?;
+    Ok(Some(n as f64 / rows.max(n).max(1) as f64))
 }
 
 /// Whether fewer than [`SMALL_SET`] tasks pass `clause` (its search aside).
@@ -304,49 +317,94 @@ impl Store {
         Ok(out)
     }
 
-    /// Tasks per status under the query (its statuses aside), counted in SQL.
+    /// Tasks per status under the query (its statuses aside), counted in SQL. Under a search every
+    /// match is counted, so what is read is the smaller side: the matches when they are few, the
+    /// tasks under the other filters when those are few, and otherwise the tasks the search does
+    /// not match, taken from the counts without it (a word in nearly every task costs what the
+    /// tasks without it cost).
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
         let conn = self.conn();
-        let mut counts = StatusCounts::default();
-        let Some(mut clause) = Clause::of(query, false)? else { return Ok(counts) };
-        let mut from = "tasks AS t";
-        if let Some(fts) = clause.search.take() {
-            // Every match is counted whatever the plan; only few tasks under the other filters
-            // make testing them cheaper than reading the matches.
-            if !few_matches(&conn, &fts)? && few_filtered(&conn, &clause)? {
-                clause.and(SEARCH_TEST, SqlValue::Text(fts));
-            } else {
-                from = FROM_MATCHES;
-                clause.and("task_search MATCH {}", SqlValue::Text(fts));
-            }
+        let Some(mut clause) = Clause::of(query, false)? else { return Ok(StatusCounts::default()) };
+        let Some(fts) = clause.search.take() else { return tally(&conn, "tasks AS t", &clause, true) };
+        let Some(share) = first_matches(&conn, &fts)? else {
+            clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            return tally(&conn, FROM_MATCHES, &clause, false);
+        };
+        if few_filtered(&conn, &clause)? {
+            clause.and(SEARCH_TEST, SqlValue::Text(fts));
+            return tally(&conn, "tasks AS t", &clause, false);
         }
+        let rows: i64 = conn.prepare_cached("SELECT count(*) FROM task_search_rows")?.query_row([], |r| r.get(0))?;
+        let tasks: i64 = conn.prepare_cached("SELECT count(*) FROM tasks")?.query_row([], |r| r.get(0))?;
+        // The index's rows are its tasks one for one (each row names a task, at most once), so
+        // the rows outside the matches are the tasks outside them; a task without a row (none
+        // should be) would be in neither, and then the matches are counted.
+        if rows != tasks || share <= 0.5 {
+            clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            return tally(&conn, FROM_MATCHES, &clause, false);
+        }
+        let all = tally(&conn, "tasks AS t", &clause, true)?;
+        clause.and("r.row NOT IN (SELECT rowid FROM task_search WHERE task_search MATCH {})", SqlValue::Text(fts));
+        let outside = tally(&conn, "task_search_rows AS r CROSS JOIN tasks AS t ON t.id = r.task_id", &clause, false)?;
+        Ok(all.without(&outside))
+    }
+}
+
+impl StatusCounts {
+    fn add(&mut self, status: &str, n: u64, waiting: u64) {
+        self.total += n;
+        match status.parse::<TaskStatus>() {
+            Ok(TaskStatus::Working) => self.working += n,
+            Ok(TaskStatus::InputRequired) => {
+                self.input_required += n;
+                self.waiting += waiting;
+            }
+            Ok(TaskStatus::Completed) => self.completed += n,
+            Ok(TaskStatus::Failed) => self.failed += n,
+            Ok(TaskStatus::Cancelled) => self.cancelled += n,
+            // The column's CHECK allows no other value.
+            Err(_) => {}
+        }
+    }
+
+    fn without(&self, other: &StatusCounts) -> StatusCounts {
+        StatusCounts {
+            working: self.working.saturating_sub(other.working),
+            input_required: self.input_required.saturating_sub(other.input_required),
+            completed: self.completed.saturating_sub(other.completed),
+            failed: self.failed.saturating_sub(other.failed),
+            cancelled: self.cancelled.saturating_sub(other.cancelled),
+            waiting: self.waiting.saturating_sub(other.waiting),
+            total: self.total.saturating_sub(other.total),
+        }
+    }
+}
+
+/// The counts of the tasks `from` and `clause` select. `waiting_apart`: the tasks waiting for the
+/// user are counted by a query of their own, so the count per status needs no column but the
+/// status and is read from its index alone (reading `question_key` for every task read the whole
+/// table); where each task's row is read anyway, one query counts both.
+fn tally(conn: &Connection, from: &str, clause: &Clause, waiting_apart: bool) -> Result<StatusCounts> {
+    let waiting = if waiting_apart { "0" } else { "sum(t.question_key IS NOT NULL)" };
+    let sql = format!("SELECT t.status, count(*), {waiting} FROM {from} WHERE {} GROUP BY t.status", clause.sql);
+    let mut counts = StatusCounts::default();
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(params_from_iter(clause.params.iter()), |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
+    })?;
+    for row in rows {
+        let (status, n, with_question) = row?;
+        counts.add(&status, n.max(0) as u64, with_question.unwrap_or(0).max(0) as u64);
+    }
+    if waiting_apart && counts.input_required > 0 {
         let sql = format!(
-            "SELECT t.status, count(*), sum(t.question_key IS NOT NULL) FROM {from} WHERE {} GROUP BY t.status",
+            "SELECT count(*) FROM {from} WHERE {} AND t.status = 'input_required' AND t.question_key IS NOT NULL",
             clause.sql
         );
-        let mut st = conn.prepare(&sql)?;
-        let rows = st.query_map(params_from_iter(clause.params), |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
-        })?;
-        for row in rows {
-            let (status, n, with_question) = row?;
-            let n = n.max(0) as u64;
-            counts.total += n;
-            match status.parse::<TaskStatus>() {
-                Ok(TaskStatus::Working) => counts.working += n,
-                Ok(TaskStatus::InputRequired) => {
-                    counts.input_required += n;
-                    counts.waiting += with_question.unwrap_or(0).max(0) as u64;
-                }
-                Ok(TaskStatus::Completed) => counts.completed += n,
-                Ok(TaskStatus::Failed) => counts.failed += n,
-                Ok(TaskStatus::Cancelled) => counts.cancelled += n,
-                // The column's CHECK allows no other value.
-                Err(_) => {}
-            }
-        }
-        Ok(counts)
+        let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(clause.params.iter()), |r| r.get(0))?;
+        counts.waiting = n.max(0) as u64;
     }
+    Ok(counts)
 }
 
 /// The keyset of a task: where a page that starts after it begins.

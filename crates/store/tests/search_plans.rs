@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use taskdeck_store::{NewTask, PageRequest, Store, TaskQuery, TaskStatus, Update};
+use taskdeck_store::{NewTask, PageRequest, StatusCounts, Store, TaskQuery, TaskStatus, TaskSummary, Update};
 
 const TASKS: usize = 2600;
 
@@ -24,6 +24,9 @@ fn seed(store: &Store) -> Seeded {
         if i % 2 == 0 {
             words.push("even".into());
         }
+        if i % 9 != 0 {
+            words.push("most".into());
+        }
         let words = words.join(" ");
         let t = store
             .create_task(NewTask {
@@ -35,9 +38,11 @@ fn seed(store: &Store) -> Seeded {
             })
             .unwrap();
         if i % 5 == 0 {
-            store
-                .apply(&t.id, Update::Completed { result: json!({"content": []}), server_status: None })
-                .unwrap();
+            store.apply(&t.id, Update::Completed { result: json!({"content": []}), server_status: None }).unwrap();
+        }
+        if i % 11 == 1 && i % 5 != 0 {
+            let asked = Update::Question { question: Box::new(question(&format!("q{i}"))), message: None };
+            store.apply(&t.id, asked).unwrap();
         }
         if i % 7 == 0 {
             store.set_pinned(&t.id, true).unwrap();
@@ -62,7 +67,7 @@ fn paged(store: &Store, query: &TaskQuery) -> Vec<String> {
 }
 
 /// The same tasks found without the search, narrowed to those whose words hold `word`.
-fn expected(store: &Store, seeded: &Seeded, query: &TaskQuery, word: &str) -> Vec<String> {
+fn expected(store: &Store, seeded: &Seeded, query: &TaskQuery, word: &str) -> Vec<TaskSummary> {
     let plain = TaskQuery { search: None, ..query.clone() };
     let all = store.summaries(&plain, &PageRequest::default()).unwrap().items;
     all.into_iter()
@@ -70,8 +75,24 @@ fn expected(store: &Store, seeded: &Seeded, query: &TaskQuery, word: &str) -> Ve
             let words = &seeded.tasks.iter().find(|(id, _)| *id == s.id).unwrap().1;
             words.split(' ').any(|w| w == word)
         })
-        .map(|s| s.id)
         .collect()
+}
+
+fn counted(tasks: &[TaskSummary]) -> StatusCounts {
+    let mut c = StatusCounts { total: tasks.len() as u64, ..Default::default() };
+    for t in tasks {
+        match t.status {
+            TaskStatus::Working => c.working += 1,
+            TaskStatus::InputRequired => {
+                c.input_required += 1;
+                c.waiting += u64::from(t.question.is_some());
+            }
+            TaskStatus::Completed => c.completed += 1,
+            TaskStatus::Failed => c.failed += 1,
+            TaskStatus::Cancelled => c.cancelled += 1,
+        }
+    }
+    c
 }
 
 #[test]
@@ -83,6 +104,8 @@ fn a_search_pages_as_the_list_does_for_rare_common_and_universal_words_under_eve
         TaskQuery { server: Some("b".into()), ..Default::default() },
         TaskQuery { server: Some("a".into()), ..Default::default() },
         TaskQuery { pinned: Some(true), ..Default::default() },
+        TaskQuery { waiting: true, ..Default::default() },
+        TaskQuery { statuses: vec![TaskStatus::InputRequired], server: Some("a".into()), ..Default::default() },
         TaskQuery { pinned: Some(false), ..Default::default() },
         TaskQuery { statuses: vec![TaskStatus::Completed], ..Default::default() },
         TaskQuery { statuses: vec![TaskStatus::Working], pinned: Some(false), ..Default::default() },
@@ -94,18 +117,18 @@ fn a_search_pages_as_the_list_does_for_rare_common_and_universal_words_under_eve
             ..Default::default()
         },
     ];
-    for word in ["common", "even", "tag1234", "tag0"] {
+    for word in ["common", "most", "even", "tag1234", "tag0"] {
         for filter in &filters {
             let query = TaskQuery { search: Some(word.to_owned()), ..filter.clone() };
-            let want = expected(&f.store, &seeded, &query, word);
+            let want: Vec<String> = expected(&f.store, &seeded, &query, word).into_iter().map(|s| s.id).collect();
             assert_eq!(paged(&f.store, &query), want, "{word} under {filter:?}");
-            let counts = f.store.counts(&query).unwrap();
-            let plain_counts = TaskQuery { statuses: Vec::new(), ..query.clone() };
-            let every = expected(&f.store, &seeded, &plain_counts, word);
-            assert_eq!(counts.total as usize, every.len(), "count of {word} under {filter:?}");
+            let every = expected(&f.store, &seeded, &TaskQuery { statuses: Vec::new(), ..query.clone() }, word);
+            assert_eq!(f.store.counts(&query).unwrap(), counted(&every), "counts of {word} under {filter:?}");
         }
     }
-    // The common word really is in more tasks than a page reads whole, and in every one.
+    // The common word really is in more tasks than a page reads whole, and in every one; some wait.
+    let c = f.store.counts(&TaskQuery { search: Some("most".into()), ..Default::default() }).unwrap();
+    assert!(c.waiting > 0 && c.completed > 0 && c.working > 0, "{c:?}");
     assert_eq!(paged(&f.store, &TaskQuery { search: Some("common".into()), ..Default::default() }).len(), TASKS);
 }
 
