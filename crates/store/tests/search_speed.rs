@@ -67,6 +67,14 @@ fn search_over_a_large_store_is_timed_page_by_page() {
                 c.total
             );
         }
+        if i == 0 {
+            // What the snippets of a page's rows read: each whole record.
+            let t2 = Instant::now();
+            for t in &rest.items {
+                store.get(&t.id).expect("record");
+            }
+            println!("{} records for snippets: {:?}", rest.items.len(), t2.elapsed());
+        }
         pages.push(paged);
         counts.push(counted);
         if i % 2 == 1 { sparse.push(paged + counted) } else { dense.push(paged + counted) }
@@ -89,7 +97,15 @@ fn parts_of_a_count_are_timed() {
         "SELECT count(*) FROM tasks",
         "SELECT t.status, count(*) FROM tasks AS t WHERE 1 GROUP BY t.status",
         "SELECT count(*) FROM task_search_rows AS r WHERE r.row NOT IN (SELECT rowid FROM task_search WHERE task_search MATCH '\"latency\"')",
+        "EXPLAIN QUERY PLAN SELECT t.id FROM tasks AS t WHERE +t.pinned = 0 AND EXISTS (SELECT 1 FROM task_search WHERE task_search MATCH '\"latency\"' AND task_search.rowid = (SELECT r.row FROM task_search_rows AS r WHERE r.task_id = t.id)) ORDER BY t.created_at DESC, t.rowid DESC LIMIT 51",
+        "EXPLAIN QUERY PLAN SELECT t.id FROM task_search CROSS JOIN task_search_rows AS r ON r.row = task_search.rowid CROSS JOIN tasks AS t ON t.id = r.task_id WHERE t.pinned = 0 AND task_search MATCH '\"tag1\"' ORDER BY t.created_at DESC, t.rowid DESC LIMIT 51",
     ] {
+        if sql.starts_with("EXPLAIN") {
+            let mut st = conn.prepare(sql).unwrap();
+            let rows: Vec<String> = st.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect();
+            println!("{sql}\n  {}", rows.join("\n  "));
+            continue;
+        }
         for _ in 0..3 {
             let t0 = Instant::now();
             let n: i64 = conn.query_row(sql, [], |r| r.get(1).or_else(|_| r.get(0))).unwrap();
