@@ -195,11 +195,11 @@ impl Clause {
 /// every task.
 const SMALL_SET: i64 = 2000;
 
-/// How a page under a search is read. A few matches: the index's matches are read, their tasks
-/// looked up by id and sorted. Many matches and few tasks under the other filters: those tasks
-/// are read by their index and each tested against the search by its row of the index. Many of
-/// both: the tasks are walked newest first and tested one by one, so a page stops at its length
-/// instead of reading every match.
+/// How a page under a search is read. A few matches (or a page as long as the list): the index's
+/// matches are read, their tasks looked up by id and sorted. Many matches and few tasks under the
+/// other filters: those tasks are read by their index and each tested against the search by its
+/// row of the index. Many of both: the tasks are walked newest first and tested one by one, so a
+/// page stops at its length instead of reading every match.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Plan {
     FromMatches,
@@ -350,7 +350,11 @@ impl Store {
     /// not match, taken from the counts without it (a word in nearly every task costs what the
     /// tasks without it cost).
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
-        let conn = self.conn();
+        let guard = self.conn();
+        // One snapshot for every statement below: what is taken away was counted in the same
+        // store as what it is taken from, whoever writes meanwhile. Read only, so it ends with a
+        // rollback when dropped.
+        let conn = guard.unchecked_transaction()?;
         let Some(mut clause) = Clause::of(query, false)? else { return Ok(StatusCounts::default()) };
         let Some(fts) = clause.search.take() else { return tally(&conn, "tasks AS t", &clause, true) };
         let Some(share) = first_matches(&conn, &fts)? else {
@@ -482,12 +486,17 @@ fn paged<R>(
     after(&mut clause);
     let mut from = "tasks AS t";
     if let Some(fts) = clause.search.take() {
+        // A walk tests a task per row it reads, which costs more than reading a match: it pays
+        // for a page, not for every task (`limit` none, as an export asks) or a long stretch.
+        let short = page.limit.is_some_and(|l| l < SMALL_SET as usize);
         let plan = if few_matches(conn, &fts)? {
             Plan::FromMatches
         } else if few_filtered(conn, &clause)? {
             Plan::TestFiltered
-        } else {
+        } else if short {
             Plan::TestInOrder
+        } else {
+            Plan::FromMatches
         };
         if plan == Plan::TestInOrder {
             let Some(ordered) = Clause::build(query, true, true)? else {

@@ -122,6 +122,8 @@ fn a_search_pages_as_the_list_does_for_rare_common_and_universal_words_under_eve
             let query = TaskQuery { search: Some(word.to_owned()), ..filter.clone() };
             let want: Vec<String> = expected(&f.store, &seeded, &query, word).into_iter().map(|s| s.id).collect();
             assert_eq!(paged(&f.store, &query), want, "{word} under {filter:?}");
+            let whole = f.store.summaries(&query, &PageRequest::default()).unwrap();
+            assert_eq!(whole.items.iter().map(|s| s.id.clone()).collect::<Vec<_>>(), want, "all of {word}");
             let every = expected(&f.store, &seeded, &TaskQuery { statuses: Vec::new(), ..query.clone() }, word);
             assert_eq!(f.store.counts(&query).unwrap(), counted(&every), "counts of {word} under {filter:?}");
         }
