@@ -138,7 +138,10 @@ impl Clause {
     /// `in_order`: the clause is for a walk of the tasks newest first, so the terms whose indexes
     /// cannot give that order (several statuses, the pinned flag) are written so that SQLite does
     /// not pick them (a unary `+`): reading every unpinned task by that index and sorting them all
-    /// to keep the first fifty was most of a search's time.
+    /// to keep the first fifty was most of a search's time. Otherwise the pinned tasks, pinned by
+    /// hand and so few, are read by their index whatever else narrows (SQLite, with no statistics,
+    /// picked the status index and read every completed task to find none pinned), and the
+    /// unpinned ones, nearly every task, never by it.
     fn build(query: &TaskQuery, with_statuses: bool, in_order: bool) -> Result<Option<Clause>> {
         let mut terms: Vec<String> = Vec::new();
         let mut params: Vec<SqlValue> = Vec::new();
@@ -146,30 +149,35 @@ impl Clause {
             params.push(v);
             format!("?{}", params.len())
         };
+        let by_pins = !in_order && query.pinned == Some(true);
+        let col =
+            |name: &str, indexed: bool| if indexed && !by_pins { format!("t.{name}") } else { format!("+t.{name}") };
         if with_statuses && !query.statuses.is_empty() {
             let list: Vec<String> =
                 query.statuses.iter().map(|s| param(&mut params, SqlValue::Text(s.as_str().to_owned()))).collect();
             // One status is an equality on `tasks_by_status_created`, which is in order.
-            let column = if in_order && list.len() > 1 { "+t.status" } else { "t.status" };
+            let column = col("status", !(in_order && list.len() > 1));
             terms.push(format!("{column} IN ({})", list.join(", ")));
         }
         if let Some(server) = &query.server {
-            terms.push(format!("t.server = {}", param(&mut params, SqlValue::Text(server.clone()))));
+            terms.push(format!("{} = {}", col("server", true), param(&mut params, SqlValue::Text(server.clone()))));
         }
         if let Some(tool) = &query.tool {
-            terms.push(format!("t.tool = {}", param(&mut params, SqlValue::Text(tool.clone()))));
+            terms.push(format!("{} = {}", col("tool", true), param(&mut params, SqlValue::Text(tool.clone()))));
         }
         if let Some(from) = &query.created_from {
-            terms.push(format!("t.created_at >= {}", param(&mut params, SqlValue::Text(time::format(from)))));
+            let at = param(&mut params, SqlValue::Text(time::format(from)));
+            terms.push(format!("{} >= {at}", col("created_at", true)));
         }
         if let Some(until) = &query.created_until {
-            terms.push(format!("t.created_at < {}", param(&mut params, SqlValue::Text(time::format(until)))));
+            let at = param(&mut params, SqlValue::Text(time::format(until)));
+            terms.push(format!("{} < {at}", col("created_at", true)));
         }
         if query.waiting {
-            terms.push("t.status = 'input_required' AND t.question_key IS NOT NULL".to_owned());
+            terms.push(format!("{} = 'input_required' AND t.question_key IS NOT NULL", col("status", true)));
         }
         if let Some(pinned) = query.pinned {
-            let column = if in_order { "+t.pinned" } else { "t.pinned" };
+            let column = if pinned && !in_order { "t.pinned" } else { "+t.pinned" };
             terms.push(format!("{column} = {}", i64::from(pinned)));
         }
         let mut search = None;

@@ -66,11 +66,17 @@ fn paged(store: &Store, query: &TaskQuery) -> Vec<String> {
     }
 }
 
-/// The same tasks found without the search, narrowed to those whose words hold `word`.
+/// The tasks the query means, found by hand: every task newest first (the list with no filter,
+/// which is creation order reversed here), narrowed in Rust by the query's filters and `word`.
 fn expected(store: &Store, seeded: &Seeded, query: &TaskQuery, word: &str) -> Vec<TaskSummary> {
-    let plain = TaskQuery { search: None, ..query.clone() };
-    let all = store.summaries(&plain, &PageRequest::default()).unwrap().items;
+    let all = store.summaries(&TaskQuery::default(), &PageRequest::default()).unwrap().items;
+    let newest_first: Vec<&String> = seeded.tasks.iter().rev().map(|(id, _)| id).collect();
+    assert_eq!(all.iter().map(|s| &s.id).collect::<Vec<_>>(), newest_first);
     all.into_iter()
+        .filter(|s| query.statuses.is_empty() || query.statuses.contains(&s.status))
+        .filter(|s| query.server.as_ref().is_none_or(|x| *x == s.server))
+        .filter(|s| query.pinned.is_none_or(|p| p == s.pinned))
+        .filter(|s| !query.waiting || (s.status == TaskStatus::InputRequired && s.question.is_some()))
         .filter(|s| {
             let words = &seeded.tasks.iter().find(|(id, _)| *id == s.id).unwrap().1;
             words.split(' ').any(|w| w == word)
@@ -105,6 +111,9 @@ fn a_search_pages_as_the_list_does_for_rare_common_and_universal_words_under_eve
         TaskQuery { server: Some("a".into()), ..Default::default() },
         TaskQuery { pinned: Some(true), ..Default::default() },
         TaskQuery { waiting: true, ..Default::default() },
+        TaskQuery { statuses: vec![TaskStatus::Completed], pinned: Some(true), ..Default::default() },
+        TaskQuery { server: Some("b".into()), pinned: Some(true), ..Default::default() },
+        TaskQuery { waiting: true, pinned: Some(false), ..Default::default() },
         TaskQuery { statuses: vec![TaskStatus::InputRequired], server: Some("a".into()), ..Default::default() },
         TaskQuery { pinned: Some(false), ..Default::default() },
         TaskQuery { statuses: vec![TaskStatus::Completed], ..Default::default() },

@@ -40,8 +40,14 @@ fn search_over_a_large_store_is_timed_page_by_page() {
         })
         .collect();
     let (mut pages, mut counts, mut dense, mut sparse) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let tab: Vec<taskdeck_store::TaskStatus> = match std::env::var("TASKDECK_SEARCH_TAB").as_deref() {
+        Ok("completed") => vec![taskdeck_store::TaskStatus::Completed],
+        Ok("active") => vec![taskdeck_store::TaskStatus::Working, taskdeck_store::TaskStatus::InputRequired],
+        _ => Vec::new(),
+    };
+    println!("tab {tab:?}");
     for (i, q) in queries.iter().enumerate() {
-        let query = TaskQuery { search: Some(q.clone()), ..Default::default() };
+        let query = TaskQuery { search: Some(q.clone()), statuses: tab.clone(), ..Default::default() };
         let t0 = Instant::now();
         let pinned = store
             .summaries(
