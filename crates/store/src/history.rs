@@ -121,55 +121,164 @@ const SUMMARY_COLUMNS: &str = "t.id, t.server, t.tool, t.mode, t.era, t.status, 
      t.error_code, t.error_message, t.error_reason, t.result IS NOT NULL, t.pinned, t.created_at, t.updated_at";
 
 /// A WHERE clause over `tasks AS t` and its parameters, built from a query: user text only ever
-/// reaches SQL as a parameter.
+/// reaches SQL as a parameter. The search is kept apart (`search`), because how it is best joined
+/// depends on how many tasks it matches (see [`Plan`]).
 pub(crate) struct Clause {
     pub sql: String,
     pub params: Vec<SqlValue>,
+    /// The FTS5 query, when the query searches.
+    pub search: Option<String>,
 }
 
 impl Clause {
     pub(crate) fn of(query: &TaskQuery, with_statuses: bool) -> Result<Option<Clause>> {
+        Clause::build(query, with_statuses, false)
+    }
+
+    /// `in_order`: the clause is for a walk of the tasks newest first, so the terms whose indexes
+    /// cannot give that order (several statuses, the pinned flag) are written so that SQLite does
+    /// not pick them (a unary `+`): reading every unpinned task by that index and sorting them all
+    /// to keep the first fifty was most of a search's time. Otherwise the pinned tasks, pinned by
+    /// hand and so few, are read by their index whatever else narrows (SQLite, with no statistics,
+    /// picked the status index and read every completed task to find none pinned), and the
+    /// unpinned ones, nearly every task, never by it.
+    fn build(query: &TaskQuery, with_statuses: bool, in_order: bool) -> Result<Option<Clause>> {
         let mut terms: Vec<String> = Vec::new();
         let mut params: Vec<SqlValue> = Vec::new();
         let param = |params: &mut Vec<SqlValue>, v: SqlValue| {
             params.push(v);
             format!("?{}", params.len())
         };
+        let by_pins = !in_order && query.pinned == Some(true);
+        let col =
+            |name: &str, indexed: bool| if indexed && !by_pins { format!("t.{name}") } else { format!("+t.{name}") };
         if with_statuses && !query.statuses.is_empty() {
             let list: Vec<String> =
                 query.statuses.iter().map(|s| param(&mut params, SqlValue::Text(s.as_str().to_owned()))).collect();
-            terms.push(format!("t.status IN ({})", list.join(", ")));
+            // One status is an equality on `tasks_by_status_created`, which is in order.
+            let column = col("status", !(in_order && list.len() > 1));
+            terms.push(format!("{column} IN ({})", list.join(", ")));
         }
         if let Some(server) = &query.server {
-            terms.push(format!("t.server = {}", param(&mut params, SqlValue::Text(server.clone()))));
+            terms.push(format!("{} = {}", col("server", true), param(&mut params, SqlValue::Text(server.clone()))));
         }
         if let Some(tool) = &query.tool {
-            terms.push(format!("t.tool = {}", param(&mut params, SqlValue::Text(tool.clone()))));
+            terms.push(format!("{} = {}", col("tool", true), param(&mut params, SqlValue::Text(tool.clone()))));
         }
         if let Some(from) = &query.created_from {
-            terms.push(format!("t.created_at >= {}", param(&mut params, SqlValue::Text(time::format(from)))));
+            let at = param(&mut params, SqlValue::Text(time::format(from)));
+            terms.push(format!("{} >= {at}", col("created_at", true)));
         }
         if let Some(until) = &query.created_until {
-            terms.push(format!("t.created_at < {}", param(&mut params, SqlValue::Text(time::format(until)))));
+            let at = param(&mut params, SqlValue::Text(time::format(until)));
+            terms.push(format!("{} < {at}", col("created_at", true)));
         }
         if query.waiting {
-            terms.push("t.status = 'input_required' AND t.question_key IS NOT NULL".to_owned());
+            terms.push(format!("{} = 'input_required' AND t.question_key IS NOT NULL", col("status", true)));
         }
         if let Some(pinned) = query.pinned {
-            terms.push(format!("t.pinned = {}", i64::from(pinned)));
+            let column = if pinned && !in_order { "t.pinned" } else { "+t.pinned" };
+            terms.push(format!("{column} = {}", i64::from(pinned)));
         }
+        let mut search = None;
         if let Some(text) = query.search.as_deref().filter(|s| !s.trim().is_empty()) {
             // Words that cannot match anything match nothing, rather than everything.
             let Some(fts) = crate::search::fts_query(text) else { return Ok(None) };
-            terms.push(format!(
-                "t.id IN (SELECT r.task_id FROM task_search JOIN task_search_rows AS r ON r.row = task_search.rowid \
-                 WHERE task_search MATCH {})",
-                param(&mut params, SqlValue::Text(fts))
-            ));
+            search = Some(fts);
         }
         let sql = if terms.is_empty() { "1".to_owned() } else { terms.join(" AND ") };
-        Ok(Some(Clause { sql, params }))
+        Ok(Some(Clause { sql, params, search }))
     }
+
+    /// Adds a term with one more parameter (`{}` in `term` is where it goes).
+    fn and(&mut self, term: &str, value: SqlValue) {
+        self.params.push(value);
+        let at = format!("?{}", self.params.len());
+        self.sql = format!("{} AND {}", self.sql, term.replace("{}", &at));
+    }
+}
+
+/// The most matches (or filtered tasks) counted to choose a [`Plan`]: below it a set is small
+/// enough to read whole and sort; the count stops there, so choosing costs the same for a word in
+/// every task.
+const SMALL_SET: i64 = 2000;
+
+/// How a page under a search is read. A few matches (or a page as long as the list): the index's
+/// matches are read, their tasks looked up by id and sorted. Many matches and few tasks under the
+/// other filters: those tasks are read by their index and each tested against the search by its
+/// row of the index. Many of both: the tasks are walked newest first and tested one by one, so a
+/// page stops at its length instead of reading every match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    FromMatches,
+    TestFiltered,
+    TestInOrder,
+}
+
+/// A task's test against the search: its row of the index, by rowid, with the query (`{}`).
+const SEARCH_TEST: &str = "EXISTS (SELECT 1 FROM task_search WHERE task_search MATCH {} AND task_search.rowid = \
+     (SELECT r.row FROM task_search_rows AS r WHERE r.task_id = t.id))";
+
+/// The tasks the index matches, in its order, each joined to its task by id (`CROSS JOIN` keeps
+/// SQLite from starting anywhere else).
+const FROM_MATCHES: &str = "task_search CROSS JOIN task_search_rows AS r ON r.row = task_search.rowid CROSS JOIN tasks AS t ON t.id = r.task_id";
+
+/// Whether the index matches fewer than [`SMALL_SET`] tasks for `fts`.
+fn few_matches(conn: &Connection, fts: &str) -> Result<bool> {
+    Ok(first_matches(conn, fts)?.is_none())
+}
+
+/// When the index matches [`SMALL_SET`] tasks or more for `fts`: the share of the rows up to the
+/// last of the first [`SMALL_SET`] matches that match, which says roughly how much of the store
+/// the search matches without reading every match (a guess, to choose how to count; rows follow
+/// creation, so a word only in recent tasks is guessed rarer than it is).
+fn first_matches(conn: &Connection, fts: &str) -> Result<Option<f64>> {
+    let (n, last): (i64, Option<i64>) = conn
+        .prepare_cached(
+            "SELECT count(*), max(rowid) FROM (SELECT rowid FROM task_search WHERE task_search MATCH ?1 LIMIT ?2)",
+        )?
+        .query_row(rusqlite::params![fts, SMALL_SET], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let Some(last) = last.filter(|_| n >= SMALL_SET) else { return Ok(None) };
+    let rows: i64 = conn
+        .prepare_cached("SELECT count(*) FROM task_search_rows WHERE row <= ?1")?
+        .query_row([last], |r| r.get(0))?;
+    Ok(Some(n as f64 / rows.max(n).max(1) as f64))
+}
+
+/// The tasks whose row of the index `fts` does not match: the matches and the rows both walked in
+/// row order, side by side (half the time of testing each row against a set of every match).
+fn unmatched(conn: &Connection, fts: &str) -> Result<Vec<String>> {
+    let mut matches = conn.prepare_cached("SELECT rowid FROM task_search WHERE task_search MATCH ?1 ORDER BY rowid")?;
+    let mut rows = conn.prepare_cached("SELECT row, task_id FROM task_search_rows ORDER BY row")?;
+    let mut matches = matches.query([fts])?;
+    let mut rows = rows.query([])?;
+    let mut next: Option<i64> = match matches.next()? {
+        Some(m) => Some(m.get(0)?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        let at: i64 = row.get(0)?;
+        while next.is_some_and(|m| m < at) {
+            next = match matches.next()? {
+                Some(m) => Some(m.get(0)?),
+                None => None,
+            };
+        }
+        if next != Some(at) {
+            out.push(row.get(1)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether fewer than [`SMALL_SET`] tasks pass `clause` (its search aside).
+fn few_filtered(conn: &Connection, clause: &Clause) -> Result<bool> {
+    let mut params = clause.params.clone();
+    params.push(SqlValue::Integer(SMALL_SET));
+    let sql = format!("SELECT count(*) FROM (SELECT 1 FROM tasks AS t WHERE {} LIMIT ?{})", clause.sql, params.len());
+    let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(params), |r| r.get(0))?;
+    Ok(n < SMALL_SET)
 }
 
 impl Store {
@@ -243,38 +352,112 @@ impl Store {
         Ok(out)
     }
 
-    /// Tasks per status under the query (its statuses aside), counted in SQL.
+    /// Tasks per status under the query (its statuses aside), counted in SQL. Under a search every
+    /// match is counted, so what is read is the smaller side: the matches when they are few, the
+    /// tasks under the other filters when those are few, and otherwise the tasks the search does
+    /// not match, taken from the counts without it (a word in nearly every task costs what the
+    /// tasks without it cost).
     pub fn counts(&self, query: &TaskQuery) -> Result<StatusCounts> {
-        let conn = self.conn();
-        let mut counts = StatusCounts::default();
-        let Some(clause) = Clause::of(query, false)? else { return Ok(counts) };
-        let sql = format!(
-            "SELECT t.status, count(*), sum(t.question_key IS NOT NULL) FROM tasks AS t WHERE {} GROUP BY t.status",
+        let guard = self.conn();
+        // One snapshot for every statement below: what is taken away was counted in the same
+        // store as what it is taken from, whoever writes meanwhile. Read only, so it ends with a
+        // rollback when dropped.
+        let conn = guard.unchecked_transaction()?;
+        let Some(mut clause) = Clause::of(query, false)? else { return Ok(StatusCounts::default()) };
+        let Some(fts) = clause.search.take() else { return tally(&conn, "tasks AS t", &clause, true) };
+        let Some(share) = first_matches(&conn, &fts)? else {
+            clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            return tally(&conn, FROM_MATCHES, &clause, false);
+        };
+        if few_filtered(&conn, &clause)? {
+            clause.and(SEARCH_TEST, SqlValue::Text(fts));
+            return tally(&conn, "tasks AS t", &clause, false);
+        }
+        let rows: i64 = conn.prepare_cached("SELECT count(*) FROM task_search_rows")?.query_row([], |r| r.get(0))?;
+        let tasks: i64 = conn.prepare_cached("SELECT count(*) FROM tasks")?.query_row([], |r| r.get(0))?;
+        // The index's rows are its tasks one for one (each row names a task, at most once), so
+        // the rows outside the matches are the tasks outside them; a task without a row (none
+        // should be) would be in neither, and then the matches are counted.
+        if rows != tasks || share <= 0.5 {
+            clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            return tally(&conn, FROM_MATCHES, &clause, false);
+        }
+        let all = tally(&conn, "tasks AS t", &clause, true)?;
+        let mut outside = StatusCounts::default();
+        let mut st = conn.prepare_cached(&format!(
+            "SELECT t.status, t.question_key IS NOT NULL FROM tasks AS t WHERE t.id = ?{} AND {}",
+            clause.params.len() + 1,
             clause.sql
-        );
-        let mut st = conn.prepare(&sql)?;
-        let rows = st.query_map(params_from_iter(clause.params), |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
-        })?;
-        for row in rows {
-            let (status, n, with_question) = row?;
-            let n = n.max(0) as u64;
-            counts.total += n;
-            match status.parse::<TaskStatus>() {
-                Ok(TaskStatus::Working) => counts.working += n,
-                Ok(TaskStatus::InputRequired) => {
-                    counts.input_required += n;
-                    counts.waiting += with_question.unwrap_or(0).max(0) as u64;
-                }
-                Ok(TaskStatus::Completed) => counts.completed += n,
-                Ok(TaskStatus::Failed) => counts.failed += n,
-                Ok(TaskStatus::Cancelled) => counts.cancelled += n,
-                // The column's CHECK allows no other value.
-                Err(_) => {}
+        ))?;
+        for id in unmatched(&conn, &fts)? {
+            let mut params = clause.params.clone();
+            params.push(SqlValue::Text(id));
+            if let Some((status, asked)) = st
+                .query_row(params_from_iter(params), |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?)))
+                .optional()?
+            {
+                outside.add(&status, 1, u64::from(asked));
             }
         }
-        Ok(counts)
+        Ok(all.without(&outside))
     }
+}
+
+impl StatusCounts {
+    fn add(&mut self, status: &str, n: u64, waiting: u64) {
+        self.total += n;
+        match status.parse::<TaskStatus>() {
+            Ok(TaskStatus::Working) => self.working += n,
+            Ok(TaskStatus::InputRequired) => {
+                self.input_required += n;
+                self.waiting += waiting;
+            }
+            Ok(TaskStatus::Completed) => self.completed += n,
+            Ok(TaskStatus::Failed) => self.failed += n,
+            Ok(TaskStatus::Cancelled) => self.cancelled += n,
+            // The column's CHECK allows no other value.
+            Err(_) => {}
+        }
+    }
+
+    fn without(&self, other: &StatusCounts) -> StatusCounts {
+        StatusCounts {
+            working: self.working.saturating_sub(other.working),
+            input_required: self.input_required.saturating_sub(other.input_required),
+            completed: self.completed.saturating_sub(other.completed),
+            failed: self.failed.saturating_sub(other.failed),
+            cancelled: self.cancelled.saturating_sub(other.cancelled),
+            waiting: self.waiting.saturating_sub(other.waiting),
+            total: self.total.saturating_sub(other.total),
+        }
+    }
+}
+
+/// The counts of the tasks `from` and `clause` select. `waiting_apart`: the tasks waiting for the
+/// user are counted by a query of their own, so the count per status needs no column but the
+/// status and is read from its index alone (reading `question_key` for every task read the whole
+/// table); where each task's row is read anyway, one query counts both.
+fn tally(conn: &Connection, from: &str, clause: &Clause, waiting_apart: bool) -> Result<StatusCounts> {
+    let waiting = if waiting_apart { "0" } else { "sum(t.question_key IS NOT NULL)" };
+    let sql = format!("SELECT t.status, count(*), {waiting} FROM {from} WHERE {} GROUP BY t.status", clause.sql);
+    let mut counts = StatusCounts::default();
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(params_from_iter(clause.params.iter()), |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Option<i64>>(2)?))
+    })?;
+    for row in rows {
+        let (status, n, with_question) = row?;
+        counts.add(&status, n.max(0) as u64, with_question.unwrap_or(0).max(0) as u64);
+    }
+    if waiting_apart && counts.input_required > 0 {
+        let sql = format!(
+            "SELECT count(*) FROM {from} WHERE {} AND t.status = 'input_required' AND t.question_key IS NOT NULL",
+            clause.sql
+        );
+        let n: i64 = conn.prepare_cached(&sql)?.query_row(params_from_iter(clause.params.iter()), |r| r.get(0))?;
+        counts.waiting = n.max(0) as u64;
+    }
+    Ok(counts)
 }
 
 /// The keyset of a task: where a page that starts after it begins.
@@ -294,20 +477,56 @@ fn paged<R>(
     id_of: impl Fn(&R) -> String,
 ) -> Result<Page<R>> {
     let Some(mut clause) = Clause::of(query, true)? else { return Ok(Page { items: Vec::new(), next_before: None }) };
-    if let Some(before) = &page.before {
-        let (created_at, rowid) = keyset(conn, before)?;
-        clause.params.push(SqlValue::Text(created_at));
-        let c = clause.params.len();
-        clause.params.push(SqlValue::Integer(rowid));
-        let r = clause.params.len();
-        // A range on the index's first column, then the tie-break among the same millisecond.
-        clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
+    let cursor = match &page.before {
+        Some(before) => Some(keyset(conn, before)?),
+        None => None,
+    };
+    let after = |clause: &mut Clause| {
+        if let Some((created_at, rowid)) = &cursor {
+            clause.params.push(SqlValue::Text(created_at.clone()));
+            let c = clause.params.len();
+            clause.params.push(SqlValue::Integer(*rowid));
+            let r = clause.params.len();
+            // A range on the index's first column, then the tie-break among the same millisecond.
+            clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
+        }
+    };
+    after(&mut clause);
+    let mut from = "tasks AS t";
+    if let Some(fts) = clause.search.take() {
+        // A walk tests a task per row it reads, which costs more than reading a match: it pays
+        // for a page, not for every task (`limit` none, as an export asks) or a long stretch.
+        let short = page.limit.is_some_and(|l| l < SMALL_SET as usize);
+        let plan = if few_matches(conn, &fts)? {
+            Plan::FromMatches
+        } else if few_filtered(conn, &clause)? {
+            Plan::TestFiltered
+        } else if short {
+            Plan::TestInOrder
+        } else {
+            Plan::FromMatches
+        };
+        if plan == Plan::TestInOrder {
+            let Some(ordered) = Clause::build(query, true, true)? else {
+                return Ok(Page { items: Vec::new(), next_before: None });
+            };
+            clause = ordered;
+            clause.search = None;
+            after(&mut clause);
+        }
+        match plan {
+            Plan::FromMatches => {
+                from = FROM_MATCHES;
+                clause.and("task_search MATCH {}", SqlValue::Text(fts));
+            }
+            Plan::TestFiltered | Plan::TestInOrder => clause.and(SEARCH_TEST, SqlValue::Text(fts)),
+        }
     }
     // One more than asked, to know whether there is a next page without a second query.
     let limit = page.limit.map_or(-1, |l| l.saturating_add(1).min(i64::MAX as usize) as i64);
     clause.params.push(SqlValue::Integer(limit));
     let sql = format!(
-        "SELECT {columns} FROM tasks AS t WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
+        "SELECT {columns} FROM {from} WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
         clause.sql,
         clause.params.len()
     );
