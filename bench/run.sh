@@ -129,7 +129,7 @@ fi
 # state directory, as the stdio runs have one process each. It prints its URL first on stdout.
 # Sets URL and SERVER_PID; the caller ends it with stop_http.
 serve_http() {
-  local dir=$1 POLL_MS=$2 i
+  local dir=$1 POLL_MS=$2 i lines
   mkdir -p "$dir/state" "$dir/data"
   "$BIN/taskdeck-demo-server" --http 127.0.0.1:0 --state "$dir/state" --poll-interval-ms "$POLL_MS" \
     > "$dir/url" 2> "$dir/server.log" &
@@ -137,7 +137,8 @@ serve_http() {
   URL=
   for i in $(seq 200); do
     # A whole line, so a URL half written is never read.
-    if [ "$(wc -l < "$dir/url")" -ge 1 ]; then
+    lines=$(wc -l < "$dir/url" 2>/dev/null || true)
+    if [ "${lines:-0}" -ge 1 ]; then
       URL=$(head -n 1 "$dir/url")
       return 0
     fi
