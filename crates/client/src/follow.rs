@@ -371,6 +371,11 @@ async fn follow_loop(
             opened = async { opening.as_mut().expect("guarded").await }, if opening.is_some() => {
                 opening = None;
                 listen = opened.ok().flatten();
+                // What changed between the handle and the subscription was pushed to nobody: one
+                // poll now, or a task that ended meanwhile would wait for the server's interval.
+                if listen.is_some() {
+                    next_poll = Instant::now();
+                }
             },
             heard = async { listen.as_mut().expect("guarded").next().await }, if listen.is_some() => match heard {
                 Heard::Status(s) => {
