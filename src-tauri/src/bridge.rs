@@ -212,29 +212,66 @@ impl AppState {
     /// Opens the engine and resumes what a previous run left, before any window shows tasks. A
     /// broken config starts the engine with no servers and shows the error instead.
     pub fn start(paths: Paths) -> AppState {
-        let (config, config_error) = match Config::load(&paths) {
-            Ok(c) => (c, None),
-            Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
+        AppState::begin(paths).finish()
+    }
+
+    /// [`AppState::start`] on a thread of its own, so the window and its webview start meanwhile:
+    /// opening a big store checks every page of it (`PRAGMA quick_check`, most of a second at
+    /// 100,000 tasks), which is then done while WebKit starts rather than before it.
+    pub fn begin(paths: Paths) -> Starting {
+        let opening = {
+            let paths = paths.clone();
+            std::thread::Builder::new().name("engine-start".into()).spawn(move || open_engine(&paths))
         };
-        let opened = tauri::async_runtime::block_on(async {
-            let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
-            engine.resume().await?;
-            Ok::<_, taskdeck_engine::EngineError>(engine)
-        });
-        let (engine, startup_error) = match opened {
-            Ok(e) => (Some(e), None),
-            Err(e) => {
-                tracing::error!(code = %e.code(), "the engine did not start: {e}");
-                (None, Some(e.to_string()))
-            }
+        Starting { paths, opening }
+    }
+}
+
+/// The engine on its way (see [`AppState::begin`]).
+pub struct Starting {
+    paths: Paths,
+    opening: std::io::Result<std::thread::JoinHandle<(Option<Engine>, Option<String>, Option<String>)>>,
+}
+
+impl Starting {
+    /// Waits for the engine. Nothing reads the store or writes to it before this returns: the
+    /// webview's commands are served only once the app's setup is over.
+    pub fn finish(self) -> AppState {
+        let (engine, startup_error, config_error) = match self.opening {
+            Ok(thread) => thread.join().unwrap_or_else(|_| {
+                tracing::error!("the engine's start-up stopped");
+                (None, Some("the task engine stopped while it started".to_owned()), None)
+            }),
+            // No thread to spare: open it here, as before.
+            Err(_) => open_engine(&self.paths),
         };
         AppState {
-            paths,
+            paths: self.paths,
             engine,
             startup_error,
             config_error: Mutex::new(config_error),
             ui: Mutex::new(UiState::default()),
             log_guard: Mutex::new(None),
+        }
+    }
+}
+
+/// The engine (or why there is none) and the config's error.
+fn open_engine(paths: &Paths) -> (Option<Engine>, Option<String>, Option<String>) {
+    let (config, config_error) = match Config::load(paths) {
+        Ok(c) => (c, None),
+        Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
+    };
+    let opened = tauri::async_runtime::block_on(async {
+        let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
+        engine.resume().await?;
+        Ok::<_, taskdeck_engine::EngineError>(engine)
+    });
+    match opened {
+        Ok(e) => (Some(e), None, config_error),
+        Err(e) => {
+            tracing::error!(code = %e.code(), "the engine did not start: {e}");
+            (None, Some(e.to_string()), config_error)
         }
     }
 }

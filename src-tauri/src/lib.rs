@@ -27,10 +27,9 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
     let log_guard = start_logging(&paths);
     let instance_id = single_instance_id(&paths);
     let window_state = window::state_plugin(&paths.data_dir);
-    // Resumes pending tasks before the window exists, so the first paint already shows them.
-    let mut state = bridge::AppState::start(paths);
-    state.log_guard = std::sync::Mutex::new(log_guard);
-    let engine = state.engine.clone();
+    // Opens the store and resumes pending tasks while the window and its webview start; setup
+    // waits for both before the webview's first command is served, so the first paint shows them.
+    let starting = bridge::AppState::begin(paths.clone());
     tauri::Builder::default()
         // Registered first so a second launch exits before it builds anything of its own.
         .plugin(
@@ -42,7 +41,6 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(window_state)
-        .manage(state)
         .manage(notify::Watch::default())
         .manage(notify::Notifier::default())
         .manage(window::Lifecycle::default())
@@ -50,7 +48,11 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
-            window::build_main(&handle)?;
+            window::build_main(&handle, &paths)?;
+            let mut state = starting.finish();
+            state.log_guard = std::sync::Mutex::new(log_guard);
+            let engine = state.engine.clone();
+            app.manage(state);
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
             let paused = notify::load_settings(&handle, engine.as_ref());
             if let Err(e) = tray::build(&handle, paused) {
