@@ -566,45 +566,53 @@ pub async fn update_server_settings(
 // History (issue 13): the task list a page at a time, counts, search snippets, delete, the purge
 // log, pin, export. The logic is in `history.rs`; these only reach the engine.
 
+// The history reads run off the main thread: a sync command runs on it, and while the store
+// reads a page (2000 rows when the list is dragged far) the window paints no frame.
+
 /// A page of the task list under `filter`, starting at `cursor` (the top when `None`).
 #[tauri::command]
-pub fn task_page(
+pub async fn task_page(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
     cursor: Option<crate::history::PageCursor>,
     limit: u32,
 ) -> Result<crate::history::TaskPage> {
-    crate::history::page(engine(&state)?.store(), &filter, cursor, limit as usize)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
 #[tauri::command]
-pub fn task_counts(
+pub async fn task_counts(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
 ) -> Result<taskdeck_store::StatusCounts> {
-    Ok(engine(&state)?.counts(&filter.query()?)?)
+    let engine = engine(&state)?.clone();
+    let query = filter.query()?;
+    blocking(move || Ok(engine.counts(&query)?)).await
 }
 
 /// Where `search` matched in each of these tasks (the rows on screen).
 #[tauri::command]
-pub fn search_snippets(
+pub async fn search_snippets(
     state: State<'_, AppState>,
     ids: Vec<String>,
     search: String,
 ) -> Result<Vec<crate::history::Snippet>> {
-    crate::history::snippets(engine(&state)?.store(), &ids, &search)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::snippets(&store, &ids, &search)).await
 }
 
 /// Which of these tasks (just changed) are in the list under `filter` now: how the list keeps a
 /// search true as tasks come to match it or stop.
 #[tauri::command]
-pub fn task_matches(
+pub async fn task_matches(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
     ids: Vec<String>,
 ) -> Result<Vec<String>> {
-    crate::history::matching(engine(&state)?.store(), &filter, &ids)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::matching(&store, &filter, &ids)).await
 }
 
 /// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its
