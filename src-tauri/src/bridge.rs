@@ -230,17 +230,28 @@ impl AppState {
 /// The engine on its way (see [`AppState::begin`]).
 pub struct Starting {
     paths: Paths,
-    opening: std::io::Result<std::thread::JoinHandle<(Option<Engine>, Option<String>, Option<String>)>>,
+    opening: std::io::Result<std::thread::JoinHandle<Opened>>,
+}
+
+/// The engine (or why there is none) and the config's error.
+struct Opened {
+    engine: Option<Engine>,
+    startup_error: Option<String>,
+    config_error: Option<String>,
 }
 
 impl Starting {
     /// Waits for the engine. Nothing reads the store or writes to it before this returns: the
     /// webview's commands are served only once the app's setup is over.
     pub fn finish(self) -> AppState {
-        let (engine, startup_error, config_error) = match self.opening {
+        let Opened { engine, startup_error, config_error } = match self.opening {
             Ok(thread) => thread.join().unwrap_or_else(|_| {
                 tracing::error!("the engine's start-up stopped");
-                (None, Some("the task engine stopped while it started".to_owned()), None)
+                Opened {
+                    engine: None,
+                    startup_error: Some("the task engine stopped while it started".to_owned()),
+                    config_error: None,
+                }
             }),
             // No thread to spare: open it here, as before.
             Err(_) => open_engine(&self.paths),
@@ -256,8 +267,7 @@ impl Starting {
     }
 }
 
-/// The engine (or why there is none) and the config's error.
-fn open_engine(paths: &Paths) -> (Option<Engine>, Option<String>, Option<String>) {
+fn open_engine(paths: &Paths) -> Opened {
     let (config, config_error) = match Config::load(paths) {
         Ok(c) => (c, None),
         Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
@@ -268,10 +278,10 @@ fn open_engine(paths: &Paths) -> (Option<Engine>, Option<String>, Option<String>
         Ok::<_, taskdeck_engine::EngineError>(engine)
     });
     match opened {
-        Ok(e) => (Some(e), None, config_error),
+        Ok(e) => Opened { engine: Some(e), startup_error: None, config_error },
         Err(e) => {
             tracing::error!(code = %e.code(), "the engine did not start: {e}");
-            (None, Some(e.to_string()), config_error)
+            Opened { engine: None, startup_error: Some(e.to_string()), config_error }
         }
     }
 }
