@@ -364,10 +364,15 @@ pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) -> Resul
 /// to that line, and the minimal Tauri app it compares with prints the same line at the same moment.
 pub const READY_MARK_ENV: &str = "TASKDECK_READY_MARK";
 
+/// Told when the first paint is on screen: what start-up can put off waits for it.
+pub static FIRST_PAINT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// The webview calls this once, when its first render with the tasks loaded has been painted: the
 /// moment a user sees the app rather than a blank window.
 #[tauri::command]
 pub fn ui_ready() -> Result<()> {
+    // A permit kept for a waiter still to come; a second call (a reload) changes nothing.
+    FIRST_PAINT.notify_one();
     if std::env::var_os(READY_MARK_ENV).is_some() {
         use std::io::Write;
         // A desktop launch may have no stdout at all; the mark is not worth a failed command.

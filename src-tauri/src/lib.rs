@@ -20,6 +20,9 @@ use tauri::Manager;
 
 pub use cli::{Cli, Paths, PathsError};
 
+/// The longest the first retention pass waits for the first paint (a webview that never paints).
+const RETENTION_AFTER_START: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The label of the one window declared in `tauri.conf.json`.
 pub const MAIN_WINDOW: &str = "main";
 
@@ -62,9 +65,14 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
             if let Some(engine) = engine {
                 notify::seed(&handle, &engine);
                 notify::follow_settings(handle.clone(), engine.clone());
-                // Now, beside the first paint rather than before it (a pass over a big store takes
-                // seconds; what it removes leaves the list as it goes), then daily and on a change.
-                tauri::async_runtime::spawn(engine.clone().keep_history_within_policy());
+                // After the first paint, not beside it: a pass holds the store for its length (a
+                // second or more over a big one; what it removes leaves the list as it goes), and
+                // the first page would wait behind it. Then daily and on a change.
+                let keeper = engine.clone();
+                tauri::async_runtime::spawn(async move {
+                    let _ = tokio::time::timeout(RETENTION_AFTER_START, commands::FIRST_PAINT.notified()).await;
+                    keeper.keep_history_within_policy().await
+                });
                 bridge::watch_config(handle.clone(), engine.clone());
                 bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
             }
