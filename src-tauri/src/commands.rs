@@ -76,10 +76,10 @@ impl From<EngineError> for CommandError {
 type Result<T> = std::result::Result<T, CommandError>;
 
 fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
-    state.engine.as_ref().ok_or_else(|| {
+    state.engine().ok_or_else(|| {
         CommandError::new(
             ErrorCode::EngineUnavailable,
-            state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+            state.startup_error().unwrap_or("the task engine is not running").to_owned(),
         )
     })
 }
@@ -128,10 +128,10 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         data_dir: state.paths.data_dir.display().to_string(),
         log_dir: state.paths.log_dir().display().to_string(),
         config_exists: state.paths.config.exists(),
-        config_error: lock(&state.config_error).clone(),
-        engine_error: state.startup_error.clone(),
+        config_error: lock(state.config_error()).clone(),
+        engine_error: state.startup_error().map(str::to_owned),
         notifications_muted: lock(&state.ui).notifications_muted,
-        entries_not_run: state.engine.as_ref().map(|e| e.entries_not_run()).unwrap_or_default(),
+        entries_not_run: state.engine().map(|e| e.entries_not_run()).unwrap_or_default(),
     })
 }
 
@@ -153,7 +153,7 @@ pub fn server_log(state: State<'_, AppState>, name: String) -> Result<Vec<LogLin
 #[tauri::command]
 pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
     let result = engine(&state)?.reload_config().await;
-    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    *lock(state.config_error()) = result.as_ref().err().map(ToString::to_string);
     Ok(result?)
 }
 
@@ -171,7 +171,7 @@ pub async fn set_server_roots(state: State<'_, AppState>, name: String, roots: V
     engine.granted_roots(&name)?;
     taskdeck_engine::roots_edit::write_grant(&state.paths.config, &name, &roots).map_err(EngineError::from)?;
     let result = engine.reload_config().await;
-    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    *lock(state.config_error()) = result.as_ref().err().map(ToString::to_string);
     result?;
     Ok(engine.granted_roots(&name)?.into_iter().map(|p| p.display().to_string()).collect())
 }

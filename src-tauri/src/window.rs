@@ -111,7 +111,7 @@ fn begin_exit(app: &AppHandle) {
     }
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        if let Some(engine) = &app.state::<AppState>().engine {
+        if let Some(engine) = app.state::<AppState>().engine() {
             engine.shutdown().await;
         }
         app.state::<Lifecycle>().stopped.store(true, Ordering::SeqCst);
