@@ -219,10 +219,15 @@ impl AppState {
     /// servers and shows the error instead), on a thread of its own, so the webview loads its page and scripts
     /// meanwhile: opening a big store checks every page of it (`PRAGMA quick_check`, most of a
     /// second at 100,000 tasks), which then overlaps WebKit's own start instead of coming before
-    /// it. Manage the state, then [`Opener::start`] it. Every command waits for the engine.
+    /// it, and GTK's and the plugins' start too. Manage the state, then [`Opener::start`] what
+    /// follows the engine. Every command waits for it.
     pub fn opening(paths: Paths) -> (AppState, Opener) {
         let state = AppState::empty(paths);
-        let opener = Opener { paths: state.paths.clone(), slot: state.opened.clone() };
+        let opening = {
+            let paths = state.paths.clone();
+            std::thread::Builder::new().name("engine-open".into()).spawn(move || open_engine(&paths))
+        };
+        let opener = Opener { opening, slot: state.opened.clone() };
         (state, opener)
     }
 
@@ -257,21 +262,30 @@ impl AppState {
 
 /// Opens the engine of an [`AppState::opening`].
 pub struct Opener {
-    paths: Paths,
+    opening: std::io::Result<std::thread::JoinHandle<Opened>>,
     slot: Arc<OnceLock<Opened>>,
 }
 
 impl Opener {
-    /// Opens the engine on a thread of its own. `ready` runs on that thread with the engine before
+    /// Waits for the engine on a thread of its own, then runs `ready` on it with the engine before
     /// any command can reach it, so what it subscribes to misses nothing a command could read;
     /// nothing it does may wait for a command.
     pub fn start(self, ready: impl FnOnce(Option<&Engine>) + Send + 'static) {
-        let Opener { paths, slot } = self;
+        let Opener { opening, slot } = self;
         let filled = slot.clone();
         let work = move || {
             // A panic must still fill the slot: every command waits for it.
             let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let opened = open_engine(&paths);
+                let opened = match opening {
+                    Ok(thread) => thread.join().unwrap_or_else(|_| {
+                        tracing::error!("the engine's start-up stopped");
+                        Opened::failed("the task engine stopped while it started".to_owned())
+                    }),
+                    Err(e) => {
+                        tracing::error!("no thread to open the engine on: {e}");
+                        Opened::failed(format!("the task engine could not start: {e}"))
+                    }
+                };
                 ready(opened.engine.as_ref());
                 opened
             }))

@@ -31,7 +31,10 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
     let log_guard = start_logging(&paths);
     let instance_id = single_instance_id(&paths);
     let window_state = window::state_plugin(&paths.data_dir);
-    let mut log_guard = Some(log_guard);
+    // The store is opened and pending tasks resumed while GTK, the plugins and the webview start:
+    // every command waits for both, so the first paint still shows them.
+    let (mut state, opener) = bridge::AppState::opening(paths.clone());
+    state.log_guard = std::sync::Mutex::new(log_guard);
     tauri::Builder::default()
         // Registered first so a second launch exits before it builds anything of its own.
         .plugin(
@@ -43,6 +46,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .plugin(tauri_plugin_opener::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(window_state)
+        .manage(state)
         .manage(notify::Watch::default())
         .manage(notify::Notifier::default())
         .manage(window::Lifecycle::default())
@@ -50,11 +54,6 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
-            // The store is opened and pending tasks resumed while the webview loads its page:
-            // every command waits for both, so the first paint still shows them.
-            let (mut state, opener) = bridge::AppState::opening(paths.clone());
-            state.log_guard = std::sync::Mutex::new(log_guard.take().flatten());
-            app.manage(state);
             let hooked = handle.clone();
             opener.start(move |engine| hook_up(&hooked, engine));
             window::build_main(&handle, &paths)?;
