@@ -2,7 +2,7 @@
 //! events forwarded to the webview in batches of at most one per animation frame.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -198,43 +198,131 @@ pub struct UiState {
 
 pub struct AppState {
     pub paths: Paths,
-    /// `None` when the engine could not start (another process holds the data directory, or the
-    /// store is damaged); `startup_error` says why and every command reports it.
-    pub engine: Option<Engine>,
-    pub startup_error: Option<String>,
-    pub config_error: Mutex<Option<String>>,
+    /// Filled once by the thread that opens the engine (see [`AppState::opening`]).
+    opened: Arc<OnceLock<Opened>>,
     pub ui: Mutex<UiState>,
     /// Flushes the log file; taken and dropped on the way out, since Tauri exits without dropping state.
     pub log_guard: Mutex<Option<taskdeck_engine::logs::WorkerGuard>>,
 }
 
+/// The engine (or why there is none) and the config's error.
+struct Opened {
+    /// `None` when the engine could not start (another process holds the data directory, or the
+    /// store is damaged); `startup_error` says why and every command reports it.
+    engine: Option<Engine>,
+    startup_error: Option<String>,
+    config_error: Mutex<Option<String>>,
+}
+
 impl AppState {
-    /// Opens the engine and resumes what a previous run left, before any window shows tasks. A
-    /// broken config starts the engine with no servers and shows the error instead.
-    pub fn start(paths: Paths) -> AppState {
-        let (config, config_error) = match Config::load(&paths) {
-            Ok(c) => (c, None),
-            Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
+    /// Opens the engine and resumes what a previous run left (a broken config starts it with no
+    /// servers and shows the error instead), on a thread of its own, so the webview loads its page and scripts
+    /// meanwhile: opening a big store checks every page of it (`PRAGMA quick_check`, most of a
+    /// second at 100,000 tasks), which then overlaps WebKit's own start instead of coming before
+    /// it, and GTK's and the plugins' start too. Manage the state, then [`Opener::start`] what
+    /// follows the engine. Every command waits for it.
+    pub fn opening(paths: Paths) -> (AppState, Opener) {
+        let state = AppState::empty(paths);
+        let opening = {
+            let paths = state.paths.clone();
+            std::thread::Builder::new().name("engine-open".into()).spawn(move || open_engine(&paths))
         };
-        let opened = tauri::async_runtime::block_on(async {
-            let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
-            engine.resume().await?;
-            Ok::<_, taskdeck_engine::EngineError>(engine)
-        });
-        let (engine, startup_error) = match opened {
-            Ok(e) => (Some(e), None),
-            Err(e) => {
-                tracing::error!(code = %e.code(), "the engine did not start: {e}");
-                (None, Some(e.to_string()))
-            }
-        };
+        let opener = Opener { opening, slot: state.opened.clone() };
+        (state, opener)
+    }
+
+    fn empty(paths: Paths) -> AppState {
         AppState {
             paths,
-            engine,
-            startup_error,
-            config_error: Mutex::new(config_error),
+            opened: Arc::new(OnceLock::new()),
             ui: Mutex::new(UiState::default()),
             log_guard: Mutex::new(None),
+        }
+    }
+
+    /// Waits for the start-up, if it is still opening the store.
+    fn opened(&self) -> &Opened {
+        self.opened.wait()
+    }
+
+    /// The engine, once open: `None` when it could not start ([`AppState::startup_error`] says why).
+    pub fn engine(&self) -> Option<&Engine> {
+        self.opened().engine.as_ref()
+    }
+
+    pub fn startup_error(&self) -> Option<&str> {
+        self.opened().startup_error.as_deref()
+    }
+
+    /// The config file's error now, if it has one: set at start and at each reload.
+    pub fn config_error(&self) -> &Mutex<Option<String>> {
+        &self.opened().config_error
+    }
+}
+
+/// Opens the engine of an [`AppState::opening`].
+pub struct Opener {
+    opening: std::io::Result<std::thread::JoinHandle<Opened>>,
+    slot: Arc<OnceLock<Opened>>,
+}
+
+impl Opener {
+    /// Waits for the engine on a thread of its own, then runs `ready` on it with the engine before
+    /// any command can reach it, so what it subscribes to misses nothing a command could read;
+    /// nothing it does may wait for a command.
+    pub fn start(self, ready: impl FnOnce(Option<&Engine>) + Send + 'static) {
+        let Opener { opening, slot } = self;
+        let filled = slot.clone();
+        let work = move || {
+            // A panic must still fill the slot: every command waits for it.
+            let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let opened = match opening {
+                    Ok(thread) => thread.join().unwrap_or_else(|_| {
+                        tracing::error!("the engine's start-up stopped");
+                        Opened::failed("the task engine stopped while it started".to_owned())
+                    }),
+                    Err(e) => {
+                        tracing::error!("no thread to open the engine on: {e}");
+                        Opened::failed(format!("the task engine could not start: {e}"))
+                    }
+                };
+                ready(opened.engine.as_ref());
+                opened
+            }))
+            .unwrap_or_else(|_| {
+                tracing::error!("the engine's start-up stopped");
+                Opened::failed("the task engine stopped while it started".to_owned())
+            });
+            let _ = filled.set(opened);
+        };
+        if let Err(e) = std::thread::Builder::new().name("engine-start".into()).spawn(work) {
+            tracing::error!("no thread to open the engine on: {e}");
+            let _ = slot.set(Opened::failed(format!("the task engine could not start: {e}")));
+        }
+    }
+}
+
+impl Opened {
+    fn failed(why: String) -> Opened {
+        Opened { engine: None, startup_error: Some(why), config_error: Mutex::new(None) }
+    }
+}
+
+fn open_engine(paths: &Paths) -> Opened {
+    let (config, config_error) = match Config::load(paths) {
+        Ok(c) => (c, None),
+        Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
+    };
+    let opened = tauri::async_runtime::block_on(async {
+        let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
+        engine.resume().await?;
+        Ok::<_, taskdeck_engine::EngineError>(engine)
+    });
+    match opened {
+        Ok(e) => Opened { engine: Some(e), startup_error: None, config_error: Mutex::new(config_error) },
+        Err(e) => {
+            tracing::error!(code = %e.code(), "the engine did not start: {e}");
+            Opened { engine: None, startup_error: Some(e.to_string()), config_error: Mutex::new(config_error) }
         }
     }
 }
@@ -308,7 +396,7 @@ pub fn watch_config(app: AppHandle, engine: Engine) {
                 Err(e) => tracing::warn!(config = %path.display(), "the config changed and was refused: {e}"),
             }
             let state = app.state::<AppState>();
-            *state.config_error.lock().unwrap_or_else(|p| p.into_inner()) = result.err().map(|e| e.to_string());
+            *state.config_error().lock().unwrap_or_else(|p| p.into_inner()) = result.err().map(|e| e.to_string());
             let _ = app.emit(CONFIG_EVENT, engine.servers());
         }
     });

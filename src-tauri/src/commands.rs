@@ -76,10 +76,10 @@ impl From<EngineError> for CommandError {
 type Result<T> = std::result::Result<T, CommandError>;
 
 fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
-    state.engine.as_ref().ok_or_else(|| {
+    state.engine().ok_or_else(|| {
         CommandError::new(
             ErrorCode::EngineUnavailable,
-            state.startup_error.clone().unwrap_or_else(|| "the task engine is not running".into()),
+            state.startup_error().unwrap_or("the task engine is not running").to_owned(),
         )
     })
 }
@@ -128,10 +128,10 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
         data_dir: state.paths.data_dir.display().to_string(),
         log_dir: state.paths.log_dir().display().to_string(),
         config_exists: state.paths.config.exists(),
-        config_error: lock(&state.config_error).clone(),
-        engine_error: state.startup_error.clone(),
+        config_error: lock(state.config_error()).clone(),
+        engine_error: state.startup_error().map(str::to_owned),
         notifications_muted: lock(&state.ui).notifications_muted,
-        entries_not_run: state.engine.as_ref().map(|e| e.entries_not_run()).unwrap_or_default(),
+        entries_not_run: state.engine().map(|e| e.entries_not_run()).unwrap_or_default(),
     })
 }
 
@@ -153,7 +153,7 @@ pub fn server_log(state: State<'_, AppState>, name: String) -> Result<Vec<LogLin
 #[tauri::command]
 pub async fn reload_config(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
     let result = engine(&state)?.reload_config().await;
-    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    *lock(state.config_error()) = result.as_ref().err().map(ToString::to_string);
     Ok(result?)
 }
 
@@ -171,7 +171,7 @@ pub async fn set_server_roots(state: State<'_, AppState>, name: String, roots: V
     engine.granted_roots(&name)?;
     taskdeck_engine::roots_edit::write_grant(&state.paths.config, &name, &roots).map_err(EngineError::from)?;
     let result = engine.reload_config().await;
-    *lock(&state.config_error) = result.as_ref().err().map(ToString::to_string);
+    *lock(state.config_error()) = result.as_ref().err().map(ToString::to_string);
     result?;
     Ok(engine.granted_roots(&name)?.into_iter().map(|p| p.display().to_string()).collect())
 }
@@ -364,10 +364,15 @@ pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) -> Resul
 /// to that line, and the minimal Tauri app it compares with prints the same line at the same moment.
 pub const READY_MARK_ENV: &str = "TASKDECK_READY_MARK";
 
+/// Told when the first paint is on screen: what start-up can put off waits for it.
+pub static FIRST_PAINT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
 /// The webview calls this once, when its first render with the tasks loaded has been painted: the
 /// moment a user sees the app rather than a blank window.
 #[tauri::command]
 pub fn ui_ready() -> Result<()> {
+    // A permit kept for a waiter still to come; a second call (a reload) changes nothing.
+    FIRST_PAINT.notify_one();
     if std::env::var_os(READY_MARK_ENV).is_some() {
         use std::io::Write;
         // A desktop launch may have no stdout at all; the mark is not worth a failed command.
@@ -566,45 +571,53 @@ pub async fn update_server_settings(
 // History (issue 13): the task list a page at a time, counts, search snippets, delete, the purge
 // log, pin, export. The logic is in `history.rs`; these only reach the engine.
 
+// The history reads run off the main thread: a sync command runs on it, and while the store
+// reads a page (2000 rows when the list is dragged far) the window paints no frame.
+
 /// A page of the task list under `filter`, starting at `cursor` (the top when `None`).
 #[tauri::command]
-pub fn task_page(
+pub async fn task_page(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
     cursor: Option<crate::history::PageCursor>,
     limit: u32,
 ) -> Result<crate::history::TaskPage> {
-    crate::history::page(engine(&state)?.store(), &filter, cursor, limit as usize)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
 #[tauri::command]
-pub fn task_counts(
+pub async fn task_counts(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
 ) -> Result<taskdeck_store::StatusCounts> {
-    Ok(engine(&state)?.counts(&filter.query()?)?)
+    let engine = engine(&state)?.clone();
+    let query = filter.query()?;
+    blocking(move || Ok(engine.counts(&query)?)).await
 }
 
 /// Where `search` matched in each of these tasks (the rows on screen).
 #[tauri::command]
-pub fn search_snippets(
+pub async fn search_snippets(
     state: State<'_, AppState>,
     ids: Vec<String>,
     search: String,
 ) -> Result<Vec<crate::history::Snippet>> {
-    crate::history::snippets(engine(&state)?.store(), &ids, &search)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::snippets(&store, &ids, &search)).await
 }
 
 /// Which of these tasks (just changed) are in the list under `filter` now: how the list keeps a
 /// search true as tasks come to match it or stop.
 #[tauri::command]
-pub fn task_matches(
+pub async fn task_matches(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
     ids: Vec<String>,
 ) -> Result<Vec<String>> {
-    crate::history::matching(engine(&state)?.store(), &filter, &ids)
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::matching(&store, &filter, &ids)).await
 }
 
 /// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its

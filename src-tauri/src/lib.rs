@@ -16,9 +16,13 @@ mod theme;
 pub mod tray;
 pub mod window;
 
+use taskdeck_engine::SettingsFile;
 use tauri::Manager;
 
 pub use cli::{Cli, Paths, PathsError};
+
+/// The longest the first retention pass waits for the first paint (a webview that never paints).
+const RETENTION_AFTER_START: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The label of the one window declared in `tauri.conf.json`.
 pub const MAIN_WINDOW: &str = "main";
@@ -27,10 +31,10 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
     let log_guard = start_logging(&paths);
     let instance_id = single_instance_id(&paths);
     let window_state = window::state_plugin(&paths.data_dir);
-    // Resumes pending tasks before the window exists, so the first paint already shows them.
-    let mut state = bridge::AppState::start(paths);
+    // The store is opened and pending tasks resumed while GTK, the plugins and the webview start:
+    // every command waits for both, so the first paint still shows them.
+    let (mut state, opener) = bridge::AppState::opening(paths.clone());
     state.log_guard = std::sync::Mutex::new(log_guard);
-    let engine = state.engine.clone();
     tauri::Builder::default()
         // Registered first so a second launch exits before it builds anything of its own.
         .plugin(
@@ -50,22 +54,16 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .invoke_handler(registry::handler())
         .setup(move |app| {
             let handle = app.handle().clone();
-            window::build_main(&handle)?;
+            let hooked = handle.clone();
+            opener.start(move |engine| hook_up(&hooked, engine));
+            window::build_main(&handle, &paths)?;
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
-            let paused = notify::load_settings(&handle, engine.as_ref());
+            // The pause is read from the file: the engine may still be opening.
+            let paused = SettingsFile::in_dir(&paths.data_dir).read().is_ok_and(|s| s.notifications.paused);
             if let Err(e) = tray::build(&handle, paused) {
                 tracing::warn!("no tray icon: {e}");
             }
             notify::start(&handle);
-            if let Some(engine) = engine {
-                notify::seed(&handle, &engine);
-                notify::follow_settings(handle.clone(), engine.clone());
-                // Now, beside the first paint rather than before it (a pass over a big store takes
-                // seconds; what it removes leaves the list as it goes), then daily and on a change.
-                tauri::async_runtime::spawn(engine.clone().keep_history_within_policy());
-                bridge::watch_config(handle.clone(), engine.clone());
-                bridge::forward_events(handle.clone(), engine, move |task| notify::on_task(&handle, task));
-            }
             Ok(())
         })
         .build(tauri::generate_context!())?
@@ -100,6 +98,26 @@ fn start_logging(paths: &Paths) -> Option<taskdeck_engine::logs::WorkerGuard> {
         "taskdeck starting"
     );
     Some(guard)
+}
+
+/// What follows the engine for the life of the app, set up on the thread that opened it, before
+/// any command can reach it (see `AppState::opening`): nothing here may wait for a command.
+fn hook_up(app: &tauri::AppHandle, engine: Option<&taskdeck_engine::Engine>) {
+    notify::load_settings(app, engine);
+    let Some(engine) = engine else { return };
+    notify::seed(app, engine);
+    notify::follow_settings(app.clone(), engine.clone());
+    // After the first paint, not beside it: a pass holds the store for its length (a second or
+    // more over a big one; what it removes leaves the list as it goes), and the first page would
+    // wait behind it. Then daily and on a change.
+    let keeper = engine.clone();
+    tauri::async_runtime::spawn(async move {
+        let _ = tokio::time::timeout(RETENTION_AFTER_START, commands::FIRST_PAINT.notified()).await;
+        keeper.keep_history_within_policy().await
+    });
+    bridge::watch_config(app.clone(), engine.clone());
+    let handle = app.clone();
+    bridge::forward_events(app.clone(), engine.clone(), move |task| notify::on_task(&handle, task));
 }
 
 pub(crate) fn focus_main(app: &tauri::AppHandle) {

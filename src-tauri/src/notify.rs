@@ -291,7 +291,7 @@ fn worker(app: AppHandle, alerts: Receiver<Note>) {
 pub fn set_muted(app: &AppHandle, muted: bool) -> Result<(), EngineError> {
     show_muted(app, muted);
     let state = app.state::<AppState>();
-    let Some(engine) = state.engine.as_ref() else { return Ok(()) };
+    let Some(engine) = state.engine() else { return Ok(()) };
     let notifications = NotificationSettings { paused: muted, ..engine.settings()?.notifications };
     engine.update_settings(&SettingsUpdate { notifications: Some(notifications), ..Default::default() })?;
     Ok(())

@@ -3,15 +3,13 @@
 //! the root element where the document already has one; `ui/src/settings/theme.ts` reads it, and
 //! follows every later change from `settings-changed`.
 
-use taskdeck_engine::Theme;
-use tauri::{AppHandle, Manager};
+use taskdeck_engine::config::Paths;
+use taskdeck_engine::{SettingsFile, Theme};
 
-use crate::bridge::AppState;
-
-/// The script for the theme in the settings now (the system's without the engine or the file).
-pub fn start_script(app: &AppHandle) -> String {
-    let state = app.state::<AppState>();
-    let theme = state.engine.as_ref().and_then(|e| e.settings().ok()).map(|s| s.theme).unwrap_or_default();
+/// The script for the theme in the settings now (the system's without a readable file). Read from
+/// the file itself: the window is built while the engine is still opening the store.
+pub fn start_script(paths: &Paths) -> String {
+    let theme = SettingsFile::in_dir(&paths.data_dir).read().ok().map(|s| s.theme).unwrap_or_default();
     script(theme)
 }
 

@@ -34,13 +34,13 @@ pub fn state_plugin(data_dir: &Path) -> tauri::plugin::TauriPlugin<tauri::Wry> {
 
 /// Builds the main window from its entry in `tauri.conf.json` (marked `create: false`, so that it
 /// is built here, with the navigation guard: a config window cannot be given one).
-pub fn build_main(app: &AppHandle) -> tauri::Result<()> {
+pub fn build_main(app: &AppHandle, paths: &taskdeck_engine::config::Paths) -> tauri::Result<()> {
     let Some(config) = app.config().app.windows.iter().find(|w| w.label == crate::MAIN_WINDOW).cloned() else {
         tracing::error!("tauri.conf.json declares no {:?} window", crate::MAIN_WINDOW);
         return Ok(());
     };
     tauri::WebviewWindowBuilder::from_config(app, &config)?
-        .initialization_script(crate::theme::start_script(app))
+        .initialization_script(crate::theme::start_script(paths))
         .on_navigation(crate::navigation::allow_navigation)
         .on_new_window(|url, _features| crate::navigation::refuse_new_window(url))
         .build()?;
@@ -111,7 +111,7 @@ fn begin_exit(app: &AppHandle) {
     }
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        if let Some(engine) = &app.state::<AppState>().engine {
+        if let Some(engine) = app.state::<AppState>().engine() {
             engine.shutdown().await;
         }
         app.state::<Lifecycle>().stopped.store(true, Ordering::SeqCst);

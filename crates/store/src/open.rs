@@ -197,11 +197,24 @@ fn inspect_sqlite(path: &Path) -> Result<()> {
 }
 
 /// `PRAGMA quick_check`, read-only, before the first write: a store with a damaged page must be
-/// refused before a task is recorded in it, let alone sent to a server. It reads every page once
-/// (a second or so for a store of a few hundred megabytes), so it runs at open only.
+/// refused before a task is recorded in it, let alone sent to a server. It reads every page once,
+/// so it runs at open only.
+///
+/// Every page of the search index's tables is checked with the rest, but not the index's own
+/// consistency: SQLite 3.44 and later also ask each virtual table to check itself, and FTS5 then
+/// walks every posting list of the index, which was most of the check's time (1.1 s of a 1.2 s
+/// open at 100,000 tasks, against 0.45 s without it) and grows with the text stored. Without the
+/// modules on this connection SQLite skips that step.
 fn check_integrity(conn: &Connection, path: &Path) -> Result<()> {
     const SHOWN: usize = 3;
     let damaged = |reason: String| StoreError::Damaged { path: Some(path.to_owned()), reason };
+    // SAFETY: the handle is this connection's own and outlives the call; a null keep-list is
+    // documented as "drop every module". No statement of this connection is running, and none
+    // it runs later uses a virtual table.
+    let dropped = unsafe { rusqlite::ffi::sqlite3_drop_modules(conn.handle(), std::ptr::null_mut()) };
+    if dropped != rusqlite::ffi::SQLITE_OK {
+        return Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(dropped), None)));
+    }
     let problems: Vec<String> = match conn
         .prepare(&format!("PRAGMA quick_check({SHOWN})"))
         .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())

@@ -139,7 +139,10 @@ fn filters_narrow_pages_and_counts_are_per_status_under_the_other_filters() {
         .store
         .counts(&TaskQuery { statuses: vec![TaskStatus::Failed], server: Some("demo".into()), ..Default::default() })
         .unwrap();
-    assert_eq!((counts.working, counts.total), (1, 3));
+    assert_eq!((counts.working, counts.waiting, counts.total), (1, 1, 3));
+    // The waiting count is under the other filters too.
+    let counts = f.store.counts(&TaskQuery { server: Some("remote".into()), ..Default::default() }).unwrap();
+    assert_eq!((counts.working, counts.input_required, counts.waiting, counts.total), (1, 0, 0, 1));
 }
 
 #[test]
