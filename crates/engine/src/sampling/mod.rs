@@ -336,16 +336,21 @@ mod tests {
         assert_eq!(Models::none().pick(None).err(), Some(ModelError::NoModel));
     }
 
-    #[test]
-    fn a_reply_declines_or_sends_what_the_user_wrote_with_its_note() {
-        let q = Question::decode(
+    /// A sampling request of task `t` that allows 9 tokens.
+    fn sampling_question() -> Question {
+        Question::decode(
             QuestionKey::InputKey("k".into()),
             Some("t".into()),
             QuestionRequest {
                 method: "sampling/createMessage".into(),
                 params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}),
             },
-        );
+        )
+    }
+
+    #[test]
+    fn a_reply_declines_or_sends_what_the_user_wrote_with_its_note() {
+        let q = sampling_question();
         let (reply, note) = reply_to(&q, None, None).unwrap();
         assert!(matches!(reply, Reply::Refused(ref e) if e.code == -1), "{reply:?}");
         assert_eq!(
@@ -363,14 +368,7 @@ mod tests {
 
     #[test]
     fn a_reply_after_the_model_was_asked_says_its_model_its_tokens_and_whether_the_user_edited_it() {
-        let q = Question::decode(
-            QuestionKey::InputKey("k".into()),
-            Some("t".into()),
-            QuestionRequest {
-                method: "sampling/createMessage".into(),
-                params: json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}),
-            },
-        );
+        let q = sampling_question();
         let sampled = Completion {
             result: CreateMessageResult::text("Hello there.", "gpt-test"),
             usage: Some(TokenUsage { input: 12, output: 3 }),
