@@ -329,15 +329,7 @@ async fn obtain_answer(run: &Run, row: Option<&TaskRow>) -> Result<Answer, Stop>
             tools::diagnosis_form(),
         ))
         .unwrap_or(Value::Null);
-        match run.server.store().ask(&t.id, &key, &question, "Waiting for you to pick the affected service") {
-            Ok(true) => {}
-            Ok(false) => return Err(Stop::Gone),
-            Err(e) => {
-                tracing::error!(task = %t.id, "{e}");
-                return Err(Stop::Gone);
-            }
-        }
-        run.server.changed(&t.id);
+        record_question(run, &t.id, &key, &question, "Waiting for you to pick the affected service")?;
     }
     loop {
         if let Some(row) = run.check()?
@@ -347,6 +339,21 @@ async fn obtain_answer(run: &Run, row: Option<&TaskRow>) -> Result<Answer, Stop>
         }
         t.waker.notified().await;
     }
+}
+
+/// Stores task `id`'s question under `key` and tells its watchers; a task that is gone (or a
+/// store that fails, logged) stops the work.
+fn record_question(run: &Run, id: &str, key: &str, question: &Value, message: &str) -> Result<(), Stop> {
+    match run.server.store().ask(id, key, question, message) {
+        Ok(true) => {}
+        Ok(false) => return Err(Stop::Gone),
+        Err(e) => {
+            tracing::error!(task = %id, "{e}");
+            return Err(Stop::Gone);
+        }
+    }
+    run.server.changed(id);
+    Ok(())
 }
 
 /// What a task's client may be asked.
@@ -383,15 +390,7 @@ async fn ask_and_wait(
         }
         let key = format!("{prefix}-{}", next_key_number(row.question_key.as_deref()));
         let question = make(&key);
-        match run.server.store().ask(&t.id, &key, &question, message) {
-            Ok(true) => {}
-            Ok(false) => return Err(Stop::Gone),
-            Err(e) => {
-                tracing::error!(task = %t.id, "{e}");
-                return Err(Stop::Gone);
-            }
-        }
-        run.server.changed(&t.id);
+        record_question(run, &t.id, &key, &question, message)?;
     }
     loop {
         if let Some(row) = run.check()?

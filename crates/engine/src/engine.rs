@@ -384,18 +384,32 @@ impl Engine {
         self.server(&rec.server)?;
         self.ensure_driver(id);
         let key = self.live_question_key(&rec, &question).await?;
+        self.deliver(id, (key, response, note), Vec::new(), &[&question], "nobody could deliver the answer").await
+    }
+
+    /// Hands the task's driver the answers to deliver (the first, and `more` in the same
+    /// `tasks/update`) and waits for the outcome; a completion sampled for `answered` is forgotten
+    /// once they are delivered. When the driver stopped first, says why: the store could not take
+    /// its writes, the task ended, or its server is out of reach (`nobody` then, if no stall says
+    /// more).
+    async fn deliver(
+        &self,
+        id: &str,
+        (key, response, note): (QuestionKey, taskdeck_client::Reply, Option<Value>),
+        more: Vec<(QuestionKey, taskdeck_client::Reply, Option<Value>)>,
+        answered: &[&StoredQuestion],
+        nobody: &str,
+    ) -> Result<TaskRecord> {
         let (reply, replied) = oneshot::channel();
-        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, note, more: Vec::new(), reply }));
+        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, note, more, reply }));
         if self.hub.live.send(id, msg).is_ok()
             && let Ok(outcome) = replied.await
         {
             if outcome.is_ok() {
-                self.hub.sampled.answered(id, &[&question]);
+                self.hub.sampled.answered(id, answered);
             }
             return outcome;
         }
-        // The driver stopped before it could deliver the answer: the task ended, the store could
-        // not take its writes, or its server is out of reach.
         if let Some(e) = self.store_failure(id) {
             return Err(e);
         }
@@ -405,7 +419,7 @@ impl Engine {
         }
         Err(EngineError::ServerUnavailable {
             server: now.server.clone(),
-            reason: self.stalled(id).unwrap_or_else(|| "nobody could deliver the answer".into()),
+            reason: self.stalled(id).unwrap_or_else(|| nobody.into()),
         })
     }
 
@@ -443,28 +457,9 @@ impl Engine {
         }
         self.server(&rec.server)?;
         self.ensure_driver(id);
-        let (key, response, note) = replies.remove(0);
-        let (reply, replied) = oneshot::channel();
-        let msg = DriverMsg::Answer(Box::new(AnswerMsg { key, response, note, more: replies, reply }));
-        if self.hub.live.send(id, msg).is_ok()
-            && let Ok(outcome) = replied.await
-        {
-            if outcome.is_ok() {
-                self.hub.sampled.answered(id, &rec.questions.iter().collect::<Vec<_>>());
-            }
-            return outcome;
-        }
-        if let Some(e) = self.store_failure(id) {
-            return Err(e);
-        }
-        let now = self.hub.gate.get(id)?;
-        if !is_waiting_for_answer(&now) {
-            return Err(refused(&now, Attempt::Answer, "the task is no longer waiting for an answer").into());
-        }
-        Err(EngineError::ServerUnavailable {
-            server: now.server.clone(),
-            reason: self.stalled(id).unwrap_or_else(|| "nobody could deliver the answers".into()),
-        })
+        let first = replies.remove(0);
+        let answered: Vec<&StoredQuestion> = rec.questions.iter().collect();
+        self.deliver(id, first, replies, &answered, "nobody could deliver the answers").await
     }
 
     /// Sends one of the task's pending sampling questions to the configured model (the one its
