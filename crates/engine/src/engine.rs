@@ -620,7 +620,15 @@ impl Engine {
         } else {
             let update =
                 Update::Cancelled { reason: Some(reason), server_status: None, server_told: Some(server_told) };
-            self.hub.gate.apply(id, update)?
+            match self.hub.gate.apply(id, update) {
+                // The server's own word on the cancel (a pushed status, a deferred one written in
+                // the same batch) can land between the read above and this write: the cancel did
+                // happen, and the task's real state is the answer.
+                Err(EngineError::Store(StoreError::Refused { current, .. })) if current.is_terminal() => {
+                    self.hub.gate.get(id)?
+                }
+                written => written?,
+            }
         };
         let _ = self.hub.live.send(id, DriverMsg::Wake);
         Ok(result)
