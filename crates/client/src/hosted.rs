@@ -21,8 +21,9 @@ use crate::session::{Shared, keeps_session, lock, respond};
 
 /// How often the server is told it may poll, in milliseconds.
 const POLL_INTERVAL_MS: i64 = 1000;
-/// The most hosted tasks one session keeps; past it the finished ones go first, then the oldest
-/// (the host bounds what it keeps the same way).
+/// The most hosted tasks one session keeps; past it the finished ones go first. With every one
+/// of them still waiting for the user, a new one is refused rather than an unanswered question
+/// dropped (the host bounds what it keeps the same way).
 pub const MAX_HOSTED: usize = 256;
 
 /// A hosted task as the host keeps it: what `tasks/get` and `tasks/result` answer.
@@ -76,8 +77,9 @@ pub(crate) struct HostedTasks {
 }
 
 impl HostedTasks {
-    /// Makes room for one more: finished tasks first, then the oldest.
-    fn make_room(&mut self) {
+    /// Makes room for one more: finished tasks first, oldest first, then (only when `live_too`)
+    /// the oldest of all. Whether there is room now.
+    fn make_room(&mut self, live_too: bool) -> bool {
         while self.by_id.len() >= MAX_HOSTED {
             let oldest = |done: bool| {
                 self.by_id
@@ -86,17 +88,22 @@ impl HostedTasks {
                     .min_by_key(|(_, h)| h.seq)
                     .map(|(k, _)| k.clone())
             };
-            let Some(k) = oldest(true).or_else(|| oldest(false)) else { return };
+            let Some(k) = oldest(true).or_else(|| live_too.then(|| oldest(false)).flatten()) else { return false };
             if let Some(h) = self.by_id.remove(&k) {
                 self.by_request.remove(&h.request);
             }
         }
+        true
     }
 
     fn insert(&mut self, hosted: Hosted) {
-        self.make_room();
         self.by_request.insert(hosted.request.clone(), hosted.task.task_id.clone());
         self.by_id.insert(hosted.task.task_id.clone(), hosted);
+    }
+
+    /// Whether the session holds as many unanswered hosted tasks as it keeps.
+    fn full_of_live(&mut self) -> bool {
+        !self.make_room(false)
     }
 }
 
@@ -124,6 +131,8 @@ pub(crate) fn carry(shared: &Shared, tasks: Vec<HostedTask>) {
         }
         hosted.next += 1;
         let seq = hosted.next;
+        // The host kept no more than a session holds; should it have, the oldest give way.
+        hosted.make_room(true);
         hosted.insert(Hosted { task, request: t.request, outcome: t.outcome, waiting: Vec::new(), seq });
     }
 }
@@ -133,10 +142,14 @@ fn now() -> String {
 }
 
 /// The task made for request `id` (whose `params.task` is `task`): its handle, to answer the
-/// request with at once.
-pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Value {
+/// request with at once; `None` when the session already holds [`MAX_HOSTED`] questions nobody
+/// has answered, and the request is to be refused.
+pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Option<Value> {
     let mut state = lock(&shared.state);
     let hosted = &mut state.hosted;
+    if hosted.full_of_live() {
+        return None;
+    }
     hosted.next += 1;
     let seq = hosted.next;
     let mut random = [0u8; 8];
@@ -159,7 +172,7 @@ pub(crate) fn accept(shared: &Shared, id: &RequestId, task: &Value) -> Value {
     hosted.insert(made);
     drop(state);
     report(shared, Some(kept));
-    created
+    Some(created)
 }
 
 /// Completes the task made for request `id` with the user's reply; `false` when no task was made

@@ -987,10 +987,23 @@ fn on_request(shared: &Shared, r: Request) {
             }
             // A server that asked for its question to run as a task here gets the handle at once.
             let hosted = q.request.params.get("task").filter(|t| t.is_object()).cloned();
-            lock(&shared.state).questions.insert(r.id.clone(), task_id);
             if let Some(task) = hosted {
-                let created = crate::hosted::accept(shared, &r.id, &task);
-                respond(shared, Message::result(r.id, created));
+                let Some(created) = crate::hosted::accept(shared, &r.id, &task) else {
+                    let error = ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!(
+                            "Taskdeck already holds {} unanswered questions of this session as tasks; \
+                             ask again once the user has answered some",
+                            crate::hosted::MAX_HOSTED
+                        ),
+                    );
+                    respond(shared, Message::error(Some(r.id), error));
+                    return;
+                };
+                lock(&shared.state).questions.insert(r.id.clone(), task_id);
+                respond(shared, Message::result(r.id.clone(), created));
+            } else {
+                lock(&shared.state).questions.insert(r.id.clone(), task_id);
             }
             shared.handler.on_event(SessionEvent::Question(q));
         }

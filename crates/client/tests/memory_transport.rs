@@ -332,3 +332,40 @@ async fn a_question_the_server_makes_a_task_is_hosted_here_until_answered_or_can
     peer.deliver(send(call("g3", "tasks/get", "nope"))).await;
     assert_eq!(peer.next_request().await["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_session_full_of_unanswered_hosted_questions_refuses_the_next_and_drops_none() {
+    let rec = Recorder::new();
+    let (session, mut peer, _seen) = connected(rec.clone()).await;
+    let send = |msg: Value| Received::Message(msg.to_string());
+    let ask = |n: usize| {
+        json!({"jsonrpc": "2.0", "id": format!("s{n}"), "method": "elicitation/create", "params": {"task": {},
+            "mode": "form", "message": "which?", "requestedSchema": {"type": "object", "properties": {}}}})
+    };
+    let questions = || rec.events().iter().filter(|e| matches!(e, SessionEvent::Question(_))).count();
+    let max = taskdeck_client::MAX_HOSTED;
+    for n in 0..max {
+        peer.deliver(send(ask(n))).await;
+        assert!(peer.next_request().await["result"]["task"]["taskId"].is_string(), "question {n} gets a handle");
+    }
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while questions() < max {
+        assert!(std::time::Instant::now() < until, "{} of {max} questions reached the user", questions());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // One more while none is answered: the server reads a refusal; no question is dropped for it.
+    peer.deliver(send(ask(max))).await;
+    let refused = peer.next_request().await;
+    assert_eq!((refused["id"].as_str(), refused["error"]["code"].as_i64()), (Some(&*format!("s{max}")), Some(-32603)));
+    assert_eq!(questions(), max, "the refused request reached the user");
+    let first = taskdeck_client::QuestionKey::Request("s0".into());
+    let accept = json!({"action": "accept", "content": {}});
+    session.reply(&first, None, taskdeck_client::Reply::Result(accept.clone())).await.unwrap();
+
+    // The answered one makes room, and every other question can still be answered.
+    peer.deliver(send(ask(max + 1))).await;
+    assert!(peer.next_request().await["result"]["task"]["taskId"].is_string(), "room was made by the answered one");
+    let last = taskdeck_client::QuestionKey::Request("s1".into());
+    session.reply(&last, None, taskdeck_client::Reply::Result(accept)).await.unwrap();
+}
