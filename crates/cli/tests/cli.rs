@@ -4,10 +4,11 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of, result_events};
 use taskdeck_test_support::{demo_server_entry, everything_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -31,32 +32,19 @@ fn pinned_to(config: &Path, era: &str) -> PathBuf {
     pinned
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+impl TestCli for Env {
+    /// With `force_era`, a copy of the config pinned to it; with no config, a path where none is,
+    /// so the embedded default applies.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let config = match (&self.config, self.force_era) {
+            (Some(config), Some(era)) => pinned_to(config, era),
+            (Some(config), None) => config.clone(),
+            (None, _) => self.dir.path().join("absent.json"),
+        };
+        cli_command(CLI, &config, &self.data_dir(), args)
     }
-}
 
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
+    const TASK_WAIT: Duration = Duration::from_secs(20);
 }
 
 impl Env {
@@ -71,57 +59,6 @@ impl Env {
         self.dir.path().join("data")
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        if let Some(config) = &self.config {
-            match self.force_era {
-                Some(era) => c.arg("--config").arg(pinned_to(config, era)),
-                None => c.arg("--config").arg(config),
-            };
-        } else {
-            // No file there: the embedded default config applies.
-            c.arg("--config").arg(self.dir.path().join("absent.json"));
-        }
-        c.arg("--data-dir").arg(self.data_dir()).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        self.cmd(args).output().unwrap().into()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    /// The only task in the store once `ready` holds for it (the store is read beside the engine).
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(Instant::now() < deadline, "no task got ready: {:?}", self.tasks());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
     /// The demo server's pid, found by its state directory, which no other test shares.
     fn demo_server_pid(&self) -> Option<u32> {
         let state = self.dir.path().join("demo-state");
@@ -131,14 +68,6 @@ impl Env {
     }
 }
 
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
-
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
-}
-
 fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap().success();
     assert!(ok, "kill -{sig} {pid}");
@@ -146,10 +75,6 @@ fn signal(pid: u32, sig: &str) {
 
 fn finish(child: Child) -> Out {
     child.wait_with_output().unwrap().into()
-}
-
-fn result_events(task: &Value) -> usize {
-    task["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "result").count()
 }
 
 fn report(seconds: f64) -> String {

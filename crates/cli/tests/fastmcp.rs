@@ -7,10 +7,11 @@
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of};
 use taskdeck_test_support::{workspace_root, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -90,34 +91,6 @@ impl Drop for FastMcp {
     }
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-}
-
 /// One server, data directory and config per test.
 struct Env {
     dir: tempfile::TempDir,
@@ -141,54 +114,23 @@ impl Env {
         self.server = FastMcp::start(self.dir.path(), self.server.port);
     }
 
+    fn server_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("data/logs/servers/fastmcp.log")).unwrap_or_default()
+    }
+}
+
+impl TestCli for Env {
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
     }
 
+    /// Under a watchdog: a command that hangs on this server fails the test instead.
     fn run(&self, args: &[&str]) -> Out {
         finish(self.spawn(args))
     }
 
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no task got ready: {:?}\n--- the server's stderr\n{}",
-                self.tasks(),
-                self.server.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn server_log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("data/logs/servers/fastmcp.log")).unwrap_or_default()
+    fn wait_context(&self) -> String {
+        format!("\n--- the server's stderr\n{}", self.server.stderr())
     }
 }
 
@@ -211,14 +153,6 @@ fn finish(child: Child) -> Out {
 fn kill_9(mut child: Child) {
     child.kill().unwrap();
     child.wait().unwrap();
-}
-
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
-
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
 }
 
 fn events_of<'a>(task: &'a Value, kind: &str) -> Vec<&'a Value> {

@@ -4,11 +4,12 @@
 //! with real CLI processes and their real store files.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use taskdeck_store::Store;
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of, result_events};
 use taskdeck_test_support::{LoopbackServer, demo_server_http, everything_server_http, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -20,80 +21,11 @@ struct Env {
     server: String,
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-}
-
 impl Env {
     fn new(server: &str, entry: Value) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let config = write_servers_config(&dir.path().join("servers.json"), [(server, entry)]);
         Env { dir, config, server: server.into() }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        self.cmd(args).output().unwrap().into()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(Instant::now() < deadline, "no task got ready: {:?}", self.tasks());
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// The session id the store keeps for the server, read while no CLI runs.
@@ -108,16 +40,15 @@ impl Env {
     }
 }
 
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
+impl TestCli for Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
+    }
 
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
-}
-
-fn result_events(task: &Value) -> usize {
-    task["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "result").count()
+    /// Its output unread: these tests kill the process and read the store instead.
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    }
 }
 
 fn everything() -> (LoopbackServer, Env) {
