@@ -96,6 +96,17 @@ pub trait TestCli {
         out.json()
     }
 
+    /// Starts `args`, waits until `ready` holds for its task, then kills the CLI with SIGKILL, as a
+    /// crash or an OOM kill would, and returns the task as it was then: how every test of a task
+    /// that outlives its CLI begins.
+    fn kill_9_when(&self, args: &[&str], ready: impl Fn(&Value) -> bool) -> Value {
+        let mut child = self.spawn(args);
+        let t = self.wait_task(ready);
+        child.kill().expect("kill -9 the CLI");
+        child.wait().expect("reap the CLI");
+        t
+    }
+
     /// The first task `tasks` lists once `ready` holds for it, read by other CLI processes beside
     /// the one running it (the store is read beside the engine), as a user would see it.
     fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
