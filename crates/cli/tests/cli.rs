@@ -314,10 +314,7 @@ fn ctrl_c_during_run_cancels_the_task() {
 #[test]
 fn a_task_left_by_kill_9_can_be_cancelled() {
     let env = Env::demo();
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", &report(30.0)]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env.kill_9_when(&["run", "demo", "generate_report", "--args", &report(30.0)], has_remote);
     let out = env.run(&["cancel", &id_of(&t)[..8]]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(env.show(&id_of(&t))["status"], "cancelled");
@@ -329,10 +326,7 @@ fn a_task_left_by_kill_9_can_be_cancelled() {
 #[test]
 fn kill_9_mid_task_then_resume_completes_it_exactly_once() {
     let env = Env::demo();
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", &report(1.5)]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env.kill_9_when(&["run", "demo", "generate_report", "--args", &report(1.5)], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -352,10 +346,7 @@ fn kill_9_after_an_answer_then_resume_completes_it_exactly_once() {
     let env = Env::demo();
     assert_eq!(env.run(&["run", "demo", "diagnose_incident"]).code, 3);
     let id = id_of(&env.tasks()[0]);
-    let mut child = env.spawn(&["answer", &id, "--json", r#"{"service": "billing"}"#]);
-    env.wait_task(|t| t["status"] != "input_required");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    env.kill_9_when(&["answer", &id, "--json", r#"{"service": "billing"}"#], |t| t["status"] != "input_required");
     let out = env.run(&["resume", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
     let t = env.show(&id);

@@ -150,11 +150,6 @@ fn finish(child: Child) -> Out {
     }
 }
 
-fn kill_9(mut child: Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
-}
-
 fn events_of<'a>(task: &'a Value, kind: &str) -> Vec<&'a Value> {
     task["events"].as_array().unwrap().iter().filter(|e| e["kind"] == kind).collect()
 }
@@ -258,9 +253,7 @@ fn ctrl_c_during_a_fastmcp_task_cancels_it() {
 #[test]
 fn a_fastmcp_task_left_by_kill_9_is_cancelled_by_the_next_process() {
     let env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 60}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 60}"#], has_remote);
     let out = env.run(&["cancel", &id_of(&t)]);
     assert_eq!(out.code, 0, "{out:?}");
     let t = env.show(&id_of(&t));
@@ -276,9 +269,7 @@ fn a_fastmcp_task_left_by_kill_9_is_cancelled_by_the_next_process() {
 fn a_fastmcp_task_whose_cli_was_killed_is_finished_by_resume_exactly_once() {
     let env = Env::new();
     let args = json!({"topic": "tides", "steps": 6, "step_seconds": 0.5}).to_string();
-    let child = env.spawn(&["run", "fastmcp", "write_report", "--args", &args]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "write_report", "--args", &args], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -294,9 +285,9 @@ fn a_fastmcp_task_whose_cli_was_killed_is_finished_by_resume_exactly_once() {
 #[test]
 fn a_fastmcp_question_left_by_kill_9_is_asked_again_and_answered() {
     let env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "deploy", "--args", r#"{"service": "web"}"#]);
-    let t = env.wait_task(|t| t["status"] == "input_required");
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "deploy", "--args", r#"{"service": "web"}"#], |t| {
+        t["status"] == "input_required"
+    });
     let out = env.run(&["resume", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()[0]["status"], "input_required", "the question is pending again: {out:?}");
@@ -333,9 +324,7 @@ fn a_fastmcp_server_restarted_under_a_running_task_fails_it_as_forgotten_without
 #[test]
 fn after_a_fastmcp_restart_resume_reports_the_killed_clis_task_lost() {
     let mut env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#], has_remote);
     env.restart_server();
 
     let out = env.run(&["resume", "--json"]);
@@ -363,9 +352,7 @@ fn a_fastmcp_question_whose_server_restarted_is_refused_with_the_task_failed() {
 #[test]
 fn while_the_fastmcp_server_is_down_resume_keeps_the_task_and_returns() {
     let mut env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#], has_remote);
     env.server.kill();
 
     let started = Instant::now();

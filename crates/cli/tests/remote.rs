@@ -78,10 +78,8 @@ fn a_reference_server_question_left_by_one_process_is_answered_by_the_next() {
 #[test]
 fn a_reference_server_task_whose_cli_was_killed_is_finished_by_resume() {
     let (_server, env) = everything();
-    let mut child = env.spawn(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env
+        .kill_9_when(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -95,10 +93,11 @@ fn a_reference_server_task_whose_cli_was_killed_is_finished_by_resume() {
 #[test]
 fn after_the_reference_server_restarts_resume_reports_its_task_lost_and_starts_a_new_session() {
     let (mut server, env) = everything();
-    let mut child = env.spawn(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#]);
-    let id = id_of(&env.wait_task(has_remote));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let id =
+        id_of(&env.kill_9_when(
+            &["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#],
+            has_remote,
+        ));
     let old = env.stored_session().expect("a session kept");
     server.kill();
     let _server = everything_server_http(Some(server.port()));
@@ -152,10 +151,8 @@ fn a_demo_server_question_over_http_is_answered_by_a_second_process_in_both_eras
 fn a_demo_server_restarted_mid_task_over_http_lets_resume_complete_the_task_in_both_eras() {
     for era in ["legacy", "modern"] {
         let (state, mut server, env) = demo(era);
-        let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#]);
-        let t = env.wait_task(has_remote);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let t = env
+            .kill_9_when(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#], has_remote);
         // Its sessions die with it; its tasks are in its state directory.
         server.kill();
         let _server = demo_server_http(state.path(), &format!("127.0.0.1:{}", server.port()));
@@ -232,10 +229,8 @@ fn a_run_whose_server_stays_unreachable_says_the_task_has_not_failed_and_resume_
 #[test]
 fn resume_during_an_outage_says_which_task_waits_for_which_server_and_what_to_do() {
     let (_state, mut server, env) = demo("modern");
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t =
+        env.kill_9_when(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#], has_remote);
     server.kill();
 
     let out = env.run(&["resume"]);

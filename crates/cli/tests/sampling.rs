@@ -164,10 +164,9 @@ fn a_declined_sampling_question_ends_the_task_as_the_server_decides_in_both_eras
 fn a_sampling_question_survives_a_kill_9_of_the_cli_and_is_answered_later_in_both_eras() {
     for era in [None, Some("legacy")] {
         let env = Env::demo(era);
-        let mut child = env.spawn(&["run", "demo", "summarize_findings", "--args", r#"{"topic": "search"}"#]);
-        let t = env.wait_task(|t| t["status"] == "input_required" && t["question"]["asks"]["kind"] == "sampling");
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let t = env.kill_9_when(&["run", "demo", "summarize_findings", "--args", r#"{"topic": "search"}"#], |t| {
+            t["status"] == "input_required" && t["question"]["asks"]["kind"] == "sampling"
+        });
         let id = id_of(&t);
         let out = env.run(&["answer", &id, "--json", r#"{"text": "After the restart."}"#]);
         assert_eq!(out.code, 0, "{era:?}: {out:?}");
