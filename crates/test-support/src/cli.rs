@@ -43,12 +43,7 @@ impl std::fmt::Debug for Out {
 /// The CLI at `bin` with `--config` and `--data-dir` given and `args` after them. The variables
 /// that would point it elsewhere or change its log are removed, so a test never reads the config,
 /// store or settings of whoever runs it; stdin is closed, so nothing waits on a terminal.
-pub fn cli_command(
-    bin: impl AsRef<OsStr>,
-    config: &Path,
-    data_dir: &Path,
-    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
-) -> Command {
+pub fn cli_command(bin: impl AsRef<OsStr>, config: &Path, data_dir: &Path, args: &[impl AsRef<OsStr>]) -> Command {
     let mut c = Command::new(bin);
     c.arg("--config").arg(config).arg("--data-dir").arg(data_dir).args(args);
     c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
