@@ -16,7 +16,7 @@ fn bench(dir: &Path, url: &str, era: &str, tool: &str, args: &str, tasks: u64, c
         write_servers_config(&dir.join(format!("{era}-{tool}.json")), [("demo", json!({"url": url, "era": era}))]);
     let (tasks, concurrency) = (tasks.to_string(), concurrency.to_string());
     let args = ["bench", "demo", tool, "--args", args, "--json", "--tasks", &tasks, "--concurrency", &concurrency];
-    let out = cli_command(CLI, &config, &dir.join(format!("data-{era}-{tool}")), args).output().unwrap();
+    let out = cli_command(CLI, &config, &dir.join(format!("data-{era}-{tool}")), &args).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{era} {tool}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))

@@ -59,6 +59,22 @@ impl Env {
         self.dir.path().join("data")
     }
 
+    /// The CLI with `args` (words split by the shell) run by `script`, which gives it a terminal,
+    /// so that what it draws only for a person (the live bar, its prompts) is drawn; its stdin,
+    /// stdout and stderr are pipes the test holds.
+    fn in_a_terminal(&self, args: &str) -> Child {
+        let config = self.config.as_ref().unwrap().display().to_string();
+        let cli = format!("{CLI} --config {config} --data-dir {} {args}", self.data_dir().display());
+        Command::new("script")
+            .args(["-qfec", &cli, "/dev/null"])
+            .env_remove("TASKDECK_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// The demo server's pid, found by its state directory, which no other test shares.
     fn demo_server_pid(&self) -> Option<u32> {
         let state = self.dir.path().join("demo-state");
@@ -391,22 +407,8 @@ fn a_second_cli_gets_the_lock_error_naming_the_holder_while_reads_still_work() {
 #[test]
 fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
     let env = Env::demo();
-    // `script` gives the CLI a terminal on stdin.
-    let line = |args: &str| {
-        let config = env.config.as_ref().unwrap().display().to_string();
-        let cli = format!("{CLI} --config {config} --data-dir {} {args}", env.data_dir().display());
-        Command::new("script")
-            .args(["-qfec", &cli, "/dev/null"])
-            .env_remove("TASKDECK_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-
     // Answered at the keyboard: the second choice, empty notes, default for page_oncall.
-    let mut child = line("run demo diagnose_incident");
+    let mut child = env.in_a_terminal("run demo diagnose_incident");
     env.wait_task(|t| t["status"] == "input_required");
     std::thread::sleep(Duration::from_millis(300));
     child.stdin.as_mut().unwrap().write_all(b"2\n\n\n").unwrap();
@@ -419,7 +421,7 @@ fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
     assert_eq!(answer["data"]["response"]["content"], json!({"service": "search", "page_oncall": false}));
 
     // Killed while the form is open: the question stays, and a new process answers it.
-    let mut child = line("run demo diagnose_incident");
+    let mut child = env.in_a_terminal("run demo diagnose_incident");
     let t = env.wait_task(|t| t["status"] == "input_required" && t["tool"] == "diagnose_incident");
     std::thread::sleep(Duration::from_millis(300));
     // The CLI behind `script` (and its shell) is found by the lock it holds, which names it.
@@ -672,17 +674,8 @@ fn accepting_a_url_question_sends_no_content() {
 #[test]
 fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
     let (env, _) = hostile();
-    // `script` gives the CLI a terminal, so the live bar and the prompt are drawn.
-    let config = env.config.as_ref().unwrap().display().to_string();
-    let cli = format!("{CLI} --config {config} --data-dir {} run hostile ask", env.data_dir().display());
-    let mut child = Command::new("script")
-        .args(["-qfec", &cli, "/dev/null"])
-        .env_remove("TASKDECK_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // At a terminal the live bar and the prompt are drawn.
+    let mut child = env.in_a_terminal("run hostile ask");
     env.wait_task(|t| t["status"] == "input_required");
     std::thread::sleep(Duration::from_millis(300));
     child.stdin.as_mut().unwrap().write_all(b":decline\n").unwrap();
