@@ -7,7 +7,9 @@ error without an id whose message is huge. Each task ends once its question is a
 answer's action) or, for `chatty`, at once after its messages."""
 import sys
 
-from legacy_tasks import Tasks, messages, refuse, send
+# No __pycache__ beside the module in the source tree.
+sys.dont_write_bytecode = True
+from legacy_tasks import Tasks, messages, refuse, send  # noqa: E402
 
 server = Tasks("bounds", poll_interval=60000)
 HUGE = 10 * 1024 * 1024

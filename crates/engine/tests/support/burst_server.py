@@ -2,7 +2,11 @@
 """A legacy-era task server that reports a stage, `input_required` and its question in one burst,
 as a server does when a task asks at once after saying what it is doing. The engine must keep the
 question however it interleaves the three: the stage is older news than the question."""
-from legacy_tasks import Tasks, messages, refuse, send
+import sys
+
+# No __pycache__ beside the module in the source tree.
+sys.dont_write_bytecode = True
+from legacy_tasks import Tasks, messages, refuse, send  # noqa: E402
 
 server = Tasks("burst", poll_interval=5000)
 TOOL = {"name": "ask", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}}
