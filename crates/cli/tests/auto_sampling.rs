@@ -5,10 +5,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{cli_command, output_with_input};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 const KEY: &str = "sk-auto-41c9";
@@ -86,14 +87,9 @@ impl Env {
     }
 
     fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(self.dir.path().join("servers.json")).arg("--data-dir").arg(self.dir.path().join("data"));
-        c.args(args).env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
+        let mut c = cli_command(CLI, &self.dir.path().join("servers.json"), &self.dir.path().join("data"), args);
         c.env("TASKDECK_SIGN_IN_STORE", "file");
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn");
-        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("stdin");
-        child.wait_with_output().expect("output")
+        output_with_input(c, stdin)
     }
 
     fn show(&self, id: &str) -> Value {

@@ -3,9 +3,9 @@
 //! how many calls were answered without a task, so a benchmark of round trips can check it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{demo_server_http, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -14,19 +14,9 @@ const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 fn bench(dir: &Path, url: &str, era: &str, tool: &str, args: &str, tasks: u64, concurrency: u64) -> Value {
     let config =
         write_servers_config(&dir.join(format!("{era}-{tool}.json")), [("demo", json!({"url": url, "era": era}))]);
-    let out = Command::new(CLI)
-        .arg("--config")
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(dir.join(format!("data-{era}-{tool}")))
-        .args(["bench", "demo", tool, "--args", args, "--json"])
-        .args(["--tasks", &tasks.to_string(), "--concurrency", &concurrency.to_string()])
-        .env_remove("TASKDECK_CONFIG")
-        .env_remove("TASKDECK_DATA_DIR")
-        .env_remove("TASKDECK_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let (tasks, concurrency) = (tasks.to_string(), concurrency.to_string());
+    let args = ["bench", "demo", tool, "--args", args, "--json", "--tasks", &tasks, "--concurrency", &concurrency];
+    let out = cli_command(CLI, &config, &dir.join(format!("data-{era}-{tool}")), &args).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{era} {tool}\n--- stdout\n{stdout}\n--- stderr\n{stderr}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))

@@ -8,15 +8,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{demo_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 
+/// Its output piped, for `json_of` to read.
 fn cli(config: &Path, data: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(CLI);
-    c.arg("--config").arg(config).arg("--data-dir").arg(data).args(args);
-    c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-    c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut c = cli_command(CLI, config, data, args);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
     c
 }
 

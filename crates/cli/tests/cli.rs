@@ -4,10 +4,11 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of, result_events};
 use taskdeck_test_support::{demo_server_entry, everything_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -31,32 +32,19 @@ fn pinned_to(config: &Path, era: &str) -> PathBuf {
     pinned
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+impl TestCli for Env {
+    /// With `force_era`, a copy of the config pinned to it; with no config, a path where none is,
+    /// so the embedded default applies.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let config = match (&self.config, self.force_era) {
+            (Some(config), Some(era)) => pinned_to(config, era),
+            (Some(config), None) => config.clone(),
+            (None, _) => self.dir.path().join("absent.json"),
+        };
+        cli_command(CLI, &config, &self.data_dir(), args)
     }
-}
 
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
+    const TASK_WAIT: Duration = Duration::from_secs(20);
 }
 
 impl Env {
@@ -71,55 +59,20 @@ impl Env {
         self.dir.path().join("data")
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        if let Some(config) = &self.config {
-            match self.force_era {
-                Some(era) => c.arg("--config").arg(pinned_to(config, era)),
-                None => c.arg("--config").arg(config),
-            };
-        } else {
-            // No file there: the embedded default config applies.
-            c.arg("--config").arg(self.dir.path().join("absent.json"));
-        }
-        c.arg("--data-dir").arg(self.data_dir()).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        self.cmd(args).output().unwrap().into()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    /// The only task in the store once `ready` holds for it (the store is read beside the engine).
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(Instant::now() < deadline, "no task got ready: {:?}", self.tasks());
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    /// The CLI with `args` (words split by the shell) run by `script`, which gives it a terminal,
+    /// so that what it draws only for a person (the live bar, its prompts) is drawn; its stdin,
+    /// stdout and stderr are pipes the test holds.
+    fn in_a_terminal(&self, args: &str) -> Child {
+        let config = self.config.as_ref().unwrap().display().to_string();
+        let cli = format!("{CLI} --config {config} --data-dir {} {args}", self.data_dir().display());
+        Command::new("script")
+            .args(["-qfec", &cli, "/dev/null"])
+            .env_remove("TASKDECK_LOG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
     }
 
     /// The demo server's pid, found by its state directory, which no other test shares.
@@ -131,14 +84,6 @@ impl Env {
     }
 }
 
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
-
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
-}
-
 fn signal(pid: u32, sig: &str) {
     let ok = Command::new("kill").arg(format!("-{sig}")).arg(pid.to_string()).status().unwrap().success();
     assert!(ok, "kill -{sig} {pid}");
@@ -146,10 +91,6 @@ fn signal(pid: u32, sig: &str) {
 
 fn finish(child: Child) -> Out {
     child.wait_with_output().unwrap().into()
-}
-
-fn result_events(task: &Value) -> usize {
-    task["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "result").count()
 }
 
 fn report(seconds: f64) -> String {
@@ -389,10 +330,7 @@ fn ctrl_c_during_run_cancels_the_task() {
 #[test]
 fn a_task_left_by_kill_9_can_be_cancelled() {
     let env = Env::demo();
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", &report(30.0)]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env.kill_9_when(&["run", "demo", "generate_report", "--args", &report(30.0)], has_remote);
     let out = env.run(&["cancel", &id_of(&t)[..8]]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(env.show(&id_of(&t))["status"], "cancelled");
@@ -404,10 +342,7 @@ fn a_task_left_by_kill_9_can_be_cancelled() {
 #[test]
 fn kill_9_mid_task_then_resume_completes_it_exactly_once() {
     let env = Env::demo();
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", &report(1.5)]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env.kill_9_when(&["run", "demo", "generate_report", "--args", &report(1.5)], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -427,10 +362,7 @@ fn kill_9_after_an_answer_then_resume_completes_it_exactly_once() {
     let env = Env::demo();
     assert_eq!(env.run(&["run", "demo", "diagnose_incident"]).code, 3);
     let id = id_of(&env.tasks()[0]);
-    let mut child = env.spawn(&["answer", &id, "--json", r#"{"service": "billing"}"#]);
-    env.wait_task(|t| t["status"] != "input_required");
-    child.kill().unwrap();
-    child.wait().unwrap();
+    env.kill_9_when(&["answer", &id, "--json", r#"{"service": "billing"}"#], |t| t["status"] != "input_required");
     let out = env.run(&["resume", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
     let t = env.show(&id);
@@ -475,22 +407,8 @@ fn a_second_cli_gets_the_lock_error_naming_the_holder_while_reads_still_work() {
 #[test]
 fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
     let env = Env::demo();
-    // `script` gives the CLI a terminal on stdin.
-    let line = |args: &str| {
-        let config = env.config.as_ref().unwrap().display().to_string();
-        let cli = format!("{CLI} --config {config} --data-dir {} {args}", env.data_dir().display());
-        Command::new("script")
-            .args(["-qfec", &cli, "/dev/null"])
-            .env_remove("TASKDECK_LOG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-
     // Answered at the keyboard: the second choice, empty notes, default for page_oncall.
-    let mut child = line("run demo diagnose_incident");
+    let mut child = env.in_a_terminal("run demo diagnose_incident");
     env.wait_task(|t| t["status"] == "input_required");
     std::thread::sleep(Duration::from_millis(300));
     child.stdin.as_mut().unwrap().write_all(b"2\n\n\n").unwrap();
@@ -503,7 +421,7 @@ fn interactive_prompt_on_a_terminal_and_kill_9_in_the_middle_of_it() {
     assert_eq!(answer["data"]["response"]["content"], json!({"service": "search", "page_oncall": false}));
 
     // Killed while the form is open: the question stays, and a new process answers it.
-    let mut child = line("run demo diagnose_incident");
+    let mut child = env.in_a_terminal("run demo diagnose_incident");
     let t = env.wait_task(|t| t["status"] == "input_required" && t["tool"] == "diagnose_incident");
     std::thread::sleep(Duration::from_millis(300));
     // The CLI behind `script` (and its shell) is found by the lock it holds, which names it.
@@ -756,17 +674,8 @@ fn accepting_a_url_question_sends_no_content() {
 #[test]
 fn the_prompt_at_a_terminal_shows_a_hostile_question_without_obeying_it() {
     let (env, _) = hostile();
-    // `script` gives the CLI a terminal, so the live bar and the prompt are drawn.
-    let config = env.config.as_ref().unwrap().display().to_string();
-    let cli = format!("{CLI} --config {config} --data-dir {} run hostile ask", env.data_dir().display());
-    let mut child = Command::new("script")
-        .args(["-qfec", &cli, "/dev/null"])
-        .env_remove("TASKDECK_LOG")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // At a terminal the live bar and the prompt are drawn.
+    let mut child = env.in_a_terminal("run hostile ask");
     env.wait_task(|t| t["status"] == "input_required");
     std::thread::sleep(Duration::from_millis(300));
     child.stdin.as_mut().unwrap().write_all(b":decline\n").unwrap();

@@ -7,10 +7,11 @@
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of};
 use taskdeck_test_support::{workspace_root, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -90,34 +91,6 @@ impl Drop for FastMcp {
     }
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-}
-
 /// One server, data directory and config per test.
 struct Env {
     dir: tempfile::TempDir,
@@ -141,54 +114,23 @@ impl Env {
         self.server = FastMcp::start(self.dir.path(), self.server.port);
     }
 
+    fn server_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("data/logs/servers/fastmcp.log")).unwrap_or_default()
+    }
+}
+
+impl TestCli for Env {
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
     }
 
+    /// Under a watchdog: a command that hangs on this server fails the test instead.
     fn run(&self, args: &[&str]) -> Out {
         finish(self.spawn(args))
     }
 
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no task got ready: {:?}\n--- the server's stderr\n{}",
-                self.tasks(),
-                self.server.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn server_log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("data/logs/servers/fastmcp.log")).unwrap_or_default()
+    fn wait_context(&self) -> String {
+        format!("\n--- the server's stderr\n{}", self.server.stderr())
     }
 }
 
@@ -206,19 +148,6 @@ fn finish(child: Child) -> Out {
             panic!("taskdeck-cli hung for a minute");
         }
     }
-}
-
-fn kill_9(mut child: Child) {
-    child.kill().unwrap();
-    child.wait().unwrap();
-}
-
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
-
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
 }
 
 fn events_of<'a>(task: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -324,9 +253,7 @@ fn ctrl_c_during_a_fastmcp_task_cancels_it() {
 #[test]
 fn a_fastmcp_task_left_by_kill_9_is_cancelled_by_the_next_process() {
     let env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 60}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 60}"#], has_remote);
     let out = env.run(&["cancel", &id_of(&t)]);
     assert_eq!(out.code, 0, "{out:?}");
     let t = env.show(&id_of(&t));
@@ -342,9 +269,7 @@ fn a_fastmcp_task_left_by_kill_9_is_cancelled_by_the_next_process() {
 fn a_fastmcp_task_whose_cli_was_killed_is_finished_by_resume_exactly_once() {
     let env = Env::new();
     let args = json!({"topic": "tides", "steps": 6, "step_seconds": 0.5}).to_string();
-    let child = env.spawn(&["run", "fastmcp", "write_report", "--args", &args]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "write_report", "--args", &args], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -360,9 +285,9 @@ fn a_fastmcp_task_whose_cli_was_killed_is_finished_by_resume_exactly_once() {
 #[test]
 fn a_fastmcp_question_left_by_kill_9_is_asked_again_and_answered() {
     let env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "deploy", "--args", r#"{"service": "web"}"#]);
-    let t = env.wait_task(|t| t["status"] == "input_required");
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "deploy", "--args", r#"{"service": "web"}"#], |t| {
+        t["status"] == "input_required"
+    });
     let out = env.run(&["resume", "--json"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert_eq!(out.json()[0]["status"], "input_required", "the question is pending again: {out:?}");
@@ -399,9 +324,7 @@ fn a_fastmcp_server_restarted_under_a_running_task_fails_it_as_forgotten_without
 #[test]
 fn after_a_fastmcp_restart_resume_reports_the_killed_clis_task_lost() {
     let mut env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#], has_remote);
     env.restart_server();
 
     let out = env.run(&["resume", "--json"]);
@@ -429,9 +352,7 @@ fn a_fastmcp_question_whose_server_restarted_is_refused_with_the_task_failed() {
 #[test]
 fn while_the_fastmcp_server_is_down_resume_keeps_the_task_and_returns() {
     let mut env = Env::new();
-    let child = env.spawn(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#]);
-    let t = env.wait_task(has_remote);
-    kill_9(child);
+    let t = env.kill_9_when(&["run", "fastmcp", "crunch", "--args", r#"{"seconds": 30}"#], has_remote);
     env.server.kill();
 
     let started = Instant::now();

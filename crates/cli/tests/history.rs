@@ -2,9 +2,9 @@
 //! pages, search, `delete`, `prune`, `export` and `pin`, with their exit codes.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, cli_command, id_of};
 use taskdeck_test_support::{demo_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -12,34 +12,6 @@ const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 struct Env {
     dir: tempfile::TempDir,
     config: PathBuf,
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
-    }
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
 }
 
 impl Env {
@@ -55,11 +27,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.data_dir()).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c.output().unwrap().into()
+        cli_command(CLI, &self.config, &self.data_dir(), args).output().unwrap().into()
     }
 
     fn ok(&self, args: &[&str]) -> Out {
@@ -79,10 +47,6 @@ impl Env {
         let out = self.ok(&["run", "demo", "generate_report", "--args", &args, "--json"]);
         id_of(&out.json())
     }
-}
-
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
 }
 
 fn ids(tasks: &[Value]) -> Vec<String> {

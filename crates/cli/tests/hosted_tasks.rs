@@ -11,6 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 
@@ -65,10 +66,8 @@ impl Env {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.env("TASKDECK_SIGN_IN_STORE", "file").stdin(Stdio::null());
+        let mut c = cli_command(CLI, &self.config, &self.dir.path().join("data"), args);
+        c.env("TASKDECK_SIGN_IN_STORE", "file");
         c
     }
 

@@ -5,36 +5,14 @@
 // The main test starts a server through `sh`, so it is Unix-only; its helpers are unused elsewhere.
 #![cfg_attr(not(unix), allow(dead_code))]
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, cli_command, output_with_input};
 use taskdeck_test_support::demo_server_entry;
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
 
 /// A home folder of its own, with the other hosts' files in it, and Taskdeck's config and data.
 struct Home {
@@ -77,12 +55,9 @@ impl Home {
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(self.config()).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
+        let mut c = cli_command(CLI, &self.config(), &self.dir.path().join("data"), args);
         c.env("HOME", self.home()).env("XDG_CONFIG_HOME", self.xdg()).env("APPDATA", self.xdg());
         c.env("USERPROFILE", self.home()).env("TASKDECK_SIGN_IN_STORE", "file");
-        c.stdin(Stdio::null());
         c
     }
 
@@ -91,10 +66,7 @@ impl Home {
     }
 
     fn run_with_input(&self, args: &[&str], input: &str) -> Out {
-        let mut child =
-            self.cmd(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        child.wait_with_output().unwrap().into()
+        output_with_input(self.cmd(args), input).into()
     }
 
     fn state(&self, name: &str) -> PathBuf {

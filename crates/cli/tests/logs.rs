@@ -9,17 +9,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{demo_server_entry, everything_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
-
-fn cli(config: &Path, data: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(CLI);
-    c.arg("--config").arg(config).arg("--data-dir").arg(data).args(args);
-    c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-    c.stdin(Stdio::null());
-    c
-}
 
 fn everything(dir: &Path, extra: Value) -> PathBuf {
     let mut entry = json!({"command": "node", "args": [everything_server_entry(), "stdio"]});
@@ -42,10 +35,12 @@ fn logs_prints_the_mcp_entries_a_server_sent_with_their_levels() {
     let dir = tempfile::tempdir().unwrap();
     let config = everything(dir.path(), json!({"logLevel": "debug"}));
     let data = dir.path().join("data");
-    let out = cli(&config, &data, &["run", "everything", "toggle-simulated-logging", "--json"]).output().unwrap();
+    let out = cli_command(CLI, &config, &data, &["run", "everything", "toggle-simulated-logging", "--json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let out = cli(&config, &data, &["logs", "everything", "--json"]).output().unwrap();
+    let out = cli_command(CLI, &config, &data, &["logs", "everything", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let lines = json_lines(&out.stdout);
     let levels = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -60,7 +55,7 @@ fn logs_prints_the_mcp_entries_a_server_sent_with_their_levels() {
     }
     assert!(lines.iter().any(|l| l["source"] == "taskdeck"), "Taskdeck's own notes are there too: {lines:#?}");
 
-    let text = cli(&config, &data, &["logs", "everything"]).output().unwrap();
+    let text = cli_command(CLI, &config, &data, &["logs", "everything"]).output().unwrap();
     assert_eq!(text.status.code(), Some(0));
     let text = String::from_utf8_lossy(&text.stdout);
     let level = simulated[0]["level"].as_str().unwrap();
@@ -72,10 +67,10 @@ fn logs_of_an_unknown_server_exit_2_and_a_known_one_without_a_log_prints_nothing
     let dir = tempfile::tempdir().unwrap();
     let config = everything(dir.path(), json!({}));
     let data = dir.path().join("data");
-    let out = cli(&config, &data, &["logs", "nobody"]).output().unwrap();
+    let out = cli_command(CLI, &config, &data, &["logs", "nobody"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown server"), "{out:?}");
-    let out = cli(&config, &data, &["logs", "demo", "--json"]).output().unwrap();
+    let out = cli_command(CLI, &config, &data, &["logs", "demo", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(out.stdout.is_empty());
 }
@@ -85,8 +80,10 @@ fn logs_follow_prints_new_lines_while_another_cli_holds_the_data_directory() {
     let dir = tempfile::tempdir().unwrap();
     let config = everything(dir.path(), json!({}));
     let data = dir.path().join("data");
-    let mut follow =
-        cli(&config, &data, &["logs", "demo", "--follow", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut follow = cli_command(CLI, &config, &data, &["logs", "demo", "--follow", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let stdout = follow.stdout.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -95,11 +92,12 @@ fn logs_follow_prints_new_lines_while_another_cli_holds_the_data_directory() {
         }
     });
     // A CLI that holds the engine's lock while the demo server runs and writes its log.
-    let run = cli(&config, &data, &["run", "demo", "generate_report", "--args", r#"{"seconds": 1}"#, "--json"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let run =
+        cli_command(CLI, &config, &data, &["run", "demo", "generate_report", "--args", r#"{"seconds": 1}"#, "--json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut seen = Vec::new();
     while Instant::now() < deadline {
@@ -133,10 +131,10 @@ fn a_hostile_servers_log_entries_reach_the_terminal_inert_and_bounded() {
         [("loud", json!({"command": "python3", "args": [script]}))],
     );
     let data = dir.path().join("data");
-    let out = cli(&config, &data, &["run", "loud", "shout", "--json"]).output().unwrap();
+    let out = cli_command(CLI, &config, &data, &["run", "loud", "shout", "--json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 
-    let text = cli(&config, &data, &["logs", "loud"]).output().unwrap();
+    let text = cli_command(CLI, &config, &data, &["logs", "loud"]).output().unwrap();
     assert_eq!(text.status.code(), Some(0));
     let text = String::from_utf8(text.stdout).unwrap();
     assert!(!text.contains('\x1b') && !text.contains('\x07') && !text.contains('\u{202e}'), "{text:?}");
@@ -145,7 +143,7 @@ fn a_hostile_servers_log_entries_reach_the_terminal_inert_and_bounded() {
     assert!(!text.lines().any(|l| l.starts_with("2099-")), "{text}");
     assert!(text.lines().all(|l| l.len() <= 4 * 1024 + 200), "every line within its bound");
 
-    let json = cli(&config, &data, &["logs", "loud", "--json"]).output().unwrap();
+    let json = cli_command(CLI, &config, &data, &["logs", "loud", "--json"]).output().unwrap();
     let lines = json_lines(&json.stdout);
     let entries: Vec<&Value> = lines.iter().filter(|l| l["source"] == "mcp").collect();
     assert_eq!(entries.len(), 3, "{lines:#?}");

@@ -5,10 +5,11 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{cli_command, output_with_input};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 const KEY: &str = "sk-cli-7d1e0b";
@@ -79,15 +80,10 @@ impl Env {
     }
 
     fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(self.dir.path().join("servers.json")).arg("--data-dir").arg(self.data()).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
+        let mut c = cli_command(CLI, &self.dir.path().join("servers.json"), &self.data(), args);
         // Never the keyring of whoever runs the tests.
         c.env("TASKDECK_SIGN_IN_STORE", "file");
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn");
-        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-        child.wait_with_output().expect("output")
+        output_with_input(c, stdin)
     }
 }
 
@@ -265,10 +261,8 @@ fn a_sampled_summary(edit: bool) -> (Value, Vec<Seen>) {
     if edit {
         args.push("--edit");
     }
-    let mut c = Command::new(CLI);
-    c.arg("--config").arg(env.dir.path().join("servers.json")).arg("--data-dir").arg(env.data()).args(&args);
-    c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG").env_remove("VISUAL");
-    c.env("TASKDECK_SIGN_IN_STORE", "file").env("EDITOR", "sed -i s/fixed/mended/").stdin(Stdio::null());
+    let mut c = cli_command(CLI, &env.dir.path().join("servers.json"), &env.data(), &args);
+    c.env_remove("VISUAL").env("TASKDECK_SIGN_IN_STORE", "file").env("EDITOR", "sed -i s/fixed/mended/");
     let out = c.output().expect("answer");
     assert_eq!(out.status.code(), Some(0), "{}\n{}", text(&out.stdout), text(&out.stderr));
     assert!(text(&out.stdout).contains("Two of three fixed."), "the completion is shown: {}", text(&out.stdout));

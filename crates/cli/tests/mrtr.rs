@@ -5,9 +5,10 @@
 //! more than the bound.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{Out, TestCli, cli_command};
 use taskdeck_test_support::{LoopbackServer, demo_server_entry, demo_server_http, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -17,21 +18,6 @@ struct Env {
     config: PathBuf,
     granted: PathBuf,
     _http: Option<LoopbackServer>,
-}
-
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    /// Read in a failing assertion's output (`{out:?}`).
-    #[allow(dead_code)]
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
 }
 
 impl Env {
@@ -58,24 +44,11 @@ impl Env {
         let config = write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
         Env { dir, config, granted, _http: http }
     }
+}
 
-    fn run(&self, args: &[&str]) -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        let o = c.output().unwrap();
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
+impl TestCli for Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
     }
 }
 

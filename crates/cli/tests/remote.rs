@@ -4,11 +4,12 @@
 //! with real CLI processes and their real store files.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use taskdeck_store::Store;
+use taskdeck_test_support::cli::{Out, TestCli, cli_command, has_remote, id_of, result_events};
 use taskdeck_test_support::{LoopbackServer, demo_server_http, everything_server_http, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -20,80 +21,11 @@ struct Env {
     server: String,
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-}
-
 impl Env {
     fn new(server: &str, entry: Value) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let config = write_servers_config(&dir.path().join("servers.json"), [(server, entry)]);
         Env { dir, config, server: server.into() }
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        self.cmd(args).output().unwrap().into()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
-    }
-
-    fn tasks(&self) -> Vec<Value> {
-        let out = self.run(&["tasks", "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json().as_array().cloned().unwrap()
-    }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(t) = self.tasks().into_iter().next()
-                && ready(&t)
-            {
-                return t;
-            }
-            assert!(Instant::now() < deadline, "no task got ready: {:?}", self.tasks());
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     /// The session id the store keeps for the server, read while no CLI runs.
@@ -108,16 +40,15 @@ impl Env {
     }
 }
 
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
-}
+impl TestCli for Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
+    }
 
-fn has_remote(t: &Value) -> bool {
-    t["remote_task_id"].is_string()
-}
-
-fn result_events(task: &Value) -> usize {
-    task["events"].as_array().unwrap().iter().filter(|e| e["kind"] == "result").count()
+    /// Its output unread: these tests kill the process and read the store instead.
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    }
 }
 
 fn everything() -> (LoopbackServer, Env) {
@@ -147,10 +78,8 @@ fn a_reference_server_question_left_by_one_process_is_answered_by_the_next() {
 #[test]
 fn a_reference_server_task_whose_cli_was_killed_is_finished_by_resume() {
     let (_server, env) = everything();
-    let mut child = env.spawn(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t = env
+        .kill_9_when(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#], has_remote);
     assert_eq!(env.show(&id_of(&t))["status"], "working");
 
     let out = env.run(&["resume", "--json"]);
@@ -164,10 +93,11 @@ fn a_reference_server_task_whose_cli_was_killed_is_finished_by_resume() {
 #[test]
 fn after_the_reference_server_restarts_resume_reports_its_task_lost_and_starts_a_new_session() {
     let (mut server, env) = everything();
-    let mut child = env.spawn(&["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#]);
-    let id = id_of(&env.wait_task(has_remote));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let id =
+        id_of(&env.kill_9_when(
+            &["run", "everything", "simulate-research-query", "--args", r#"{"topic":"tides"}"#],
+            has_remote,
+        ));
     let old = env.stored_session().expect("a session kept");
     server.kill();
     let _server = everything_server_http(Some(server.port()));
@@ -221,10 +151,8 @@ fn a_demo_server_question_over_http_is_answered_by_a_second_process_in_both_eras
 fn a_demo_server_restarted_mid_task_over_http_lets_resume_complete_the_task_in_both_eras() {
     for era in ["legacy", "modern"] {
         let (state, mut server, env) = demo(era);
-        let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#]);
-        let t = env.wait_task(has_remote);
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let t = env
+            .kill_9_when(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#], has_remote);
         // Its sessions die with it; its tasks are in its state directory.
         server.kill();
         let _server = demo_server_http(state.path(), &format!("127.0.0.1:{}", server.port()));
@@ -301,10 +229,8 @@ fn a_run_whose_server_stays_unreachable_says_the_task_has_not_failed_and_resume_
 #[test]
 fn resume_during_an_outage_says_which_task_waits_for_which_server_and_what_to_do() {
     let (_state, mut server, env) = demo("modern");
-    let mut child = env.spawn(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#]);
-    let t = env.wait_task(has_remote);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let t =
+        env.kill_9_when(&["run", "demo", "generate_report", "--args", r#"{"topic":"tides","seconds":60}"#], has_remote);
     server.kill();
 
     let out = env.run(&["resume"]);

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::{TestCli, cli_command, id_of};
 use taskdeck_test_support::{demo_server_entry, everything_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -14,19 +14,6 @@ const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
 struct Env {
     dir: tempfile::TempDir,
     config: PathBuf,
-}
-
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
 }
 
 impl Env {
@@ -48,54 +35,22 @@ impl Env {
         Env { dir, config }
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Out {
-        let o = self.cmd(args).output().unwrap();
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
-    }
-
     fn only_task(&self) -> Value {
         let out = self.run(&["tasks", "--json"]);
         assert_eq!(out.code, 0, "{out:?}");
         out.json().as_array().and_then(|a| a.first().cloned()).unwrap_or(Value::Null)
     }
-
-    fn show(&self, id: &str) -> Value {
-        let out = self.run(&["show", id, "--json"]);
-        assert_eq!(out.code, 0, "{out:?}");
-        out.json()
-    }
-
-    fn wait_task(&self, ready: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let t = self.only_task();
-            if !t.is_null() && ready(&t) {
-                return t;
-            }
-            assert!(Instant::now() < deadline, "no task got ready: {t}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
 }
 
-fn id_of(t: &Value) -> String {
-    t["id"].as_str().unwrap().to_owned()
+impl TestCli for Env {
+    fn cmd(&self, args: &[&str]) -> Command {
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
+    }
+
+    /// Its output unread: these tests kill the process or read the store instead.
+    fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    }
 }
 
 fn answer_event(task: &Value) -> Value {
@@ -209,10 +164,9 @@ fn a_declined_sampling_question_ends_the_task_as_the_server_decides_in_both_eras
 fn a_sampling_question_survives_a_kill_9_of_the_cli_and_is_answered_later_in_both_eras() {
     for era in [None, Some("legacy")] {
         let env = Env::demo(era);
-        let mut child = env.spawn(&["run", "demo", "summarize_findings", "--args", r#"{"topic": "search"}"#]);
-        let t = env.wait_task(|t| t["status"] == "input_required" && t["question"]["asks"]["kind"] == "sampling");
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let t = env.kill_9_when(&["run", "demo", "summarize_findings", "--args", r#"{"topic": "search"}"#], |t| {
+            t["status"] == "input_required" && t["question"]["asks"]["kind"] == "sampling"
+        });
         let id = id_of(&t);
         let out = env.run(&["answer", &id, "--json", r#"{"text": "After the restart."}"#]);
         assert_eq!(out.code, 0, "{era:?}: {out:?}");

@@ -5,9 +5,9 @@
 //! entry below the configured level never comes.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{demo_server_entry, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -30,11 +30,7 @@ impl Env {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String) {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        let o = c.output().unwrap();
+        let o = cli_command(CLI, &self.config, &self.dir.path().join("data"), args).output().unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&o.stderr);
         (

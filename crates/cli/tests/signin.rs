@@ -10,7 +10,8 @@ use taskdeck_test_support::{demo_server_http, write_servers_config};
 
 #[path = "support/signin_env.rs"]
 mod signin_env;
-use signin_env::{CLI, Env, Out, support};
+use signin_env::{CLI, Env, Out, sign_in_cli};
+use taskdeck_test_support::cli::cli_command;
 
 const REPORT: &str = r#"{"topic":"tides","seconds":0.3}"#;
 
@@ -61,11 +62,8 @@ fn a_task_whose_sign_in_is_revoked_mid_run_stays_working_and_is_finished_after_l
     let config = env.config.clone();
     let data = env.dir.path().join("data");
     let run = std::thread::spawn(move || -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(config).arg("--data-dir").arg(data);
-        c.args(["run", "remote", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#, "--json"]);
-        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
-        c.output().unwrap().into()
+        let args = ["run", "remote", "generate_report", "--args", r#"{"topic":"tides","seconds":3}"#, "--json"];
+        sign_in_cli(&config, &data, &args).output().unwrap().into()
     });
     std::thread::sleep(std::time::Duration::from_millis(1200));
     env.gate.admin("revoke");
@@ -112,10 +110,9 @@ fn login_to_an_unknown_server_is_a_usage_error_and_a_local_one_needs_none() {
     let demo = taskdeck_test_support::demo_server().display().to_string();
     let config = write_servers_config(&dir.path().join("servers.json"), [("local", json!({"command": demo}))]);
     let run = |args: &[&str]| -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&config).arg("--data-dir").arg(dir.path().join("data")).args(args);
-        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
-        c.output().unwrap().into()
+        let mut c = cli_command(CLI, &config, &dir.path().join("data"), args);
+        // No `$BROWSER`: nothing here may open one.
+        c.env("TASKDECK_SIGN_IN_STORE", "file").output().unwrap().into()
     };
     let out = run(&["login", "nowhere"]);
     assert_eq!(out.code, 2, "{out:?}");
@@ -195,13 +192,7 @@ fn a_long_task_survives_its_sign_in_being_revoked_at_a_real_authorization_server
     let entry = json!({"url": peer.mcp, "oauth": {"clientId": "taskdeck-test"}});
     let config = write_servers_config(&dir.path().join("servers.json"), [("remote", entry)]);
     let data = dir.path().join("data");
-    let run = |args: &[&str]| -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&config).arg("--data-dir").arg(&data).args(args);
-        c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
-        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-        c.output().unwrap().into()
-    };
+    let run = |args: &[&str]| -> Out { sign_in_cli(&config, &data, args).output().unwrap().into() };
 
     let out = run(&["login", "remote"]);
     assert_eq!(out.code, 0, "{out:?}");

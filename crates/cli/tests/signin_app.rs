@@ -10,7 +10,7 @@ use taskdeck_engine::{AuthState, Engine, EngineOptions, SIGN_IN_CANCELLED};
 
 #[path = "support/signin_env.rs"]
 mod signin_env;
-use signin_env::{CLI, Env, Out, support};
+use signin_env::{Env, Out, sign_in_cli, support};
 
 /// Never the keyring of whoever runs the tests: the engine here reads the variable itself. Every
 /// test calls this first, so no thread of this binary reads the environment while it is set.
@@ -128,13 +128,7 @@ async fn login_while_another_process_drives_the_tasks() {
 
     let out = tokio::task::spawn_blocking({
         let (config, data) = (env.config.clone(), env.dir.path().join("data"));
-        move || -> Out {
-            let mut c = Command::new(CLI);
-            c.arg("--config").arg(config).arg("--data-dir").arg(data).args(["login", "remote"]);
-            c.env("TASKDECK_SIGN_IN_STORE", "file").env_remove("TASKDECK_LOG").stdin(Stdio::null());
-            c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-            c.output().unwrap().into()
-        }
+        move || -> Out { sign_in_cli(&config, &data, &["login", "remote"]).output().unwrap().into() }
     })
     .await
     .unwrap();

@@ -15,10 +15,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{child_pids, demo_server_entry, pids_with_arg, write_servers_config};
 
 const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -222,11 +223,7 @@ impl Lane {
     }
 
     fn command(&self, args: &[String]) -> Command {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        c.stdin(Stdio::null());
-        c
+        cli_command(CLI, &self.config, &self.dir.path().join("data"), args)
     }
 
     /// Output goes to files, not pipes: a CLI killed or left unread must never block on a full pipe.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, json};
-use support::{Recorder, check_wire_log, demo_spec, tapped};
-use taskdeck_client::{Session, SessionEvent, SessionOptions, StartOptions, Started, TaskSnapshot};
+use support::{Recorder, check_wire_log, demo_spec, expect_task, poll_task, question_during_result, tapped};
+use taskdeck_client::{Session, SessionEvent, SessionOptions, StartOptions, TaskSnapshot};
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::types::CallToolResult;
 use taskdeck_protocol::{Era, TaskStatus};
@@ -41,21 +41,12 @@ fn rand_suffix() -> u128 {
 impl Demo {
     async fn start(&self, tool: &str, args: serde_json::Value) -> TaskSnapshot {
         let opts = StartOptions { progress_token: Some("tok".into()), ttl_ms: None };
-        match self.session.start_tool(tool, args, &opts).await.unwrap() {
-            Started::Task(t) => *t,
-            other => panic!("expected a task, got {other:?}"),
-        }
+        expect_task(self.session.start_tool(tool, args, &opts).await.unwrap())
     }
 
-    async fn poll_until(&self, id: &str, mut done: impl FnMut(&TaskSnapshot) -> bool) -> TaskSnapshot {
-        for _ in 0..300 {
-            let s = self.session.get_task(id).await.unwrap();
-            if done(&s) {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("task {id} never got there");
+    /// Every 50 ms for 15 s: the demo server's tasks take a second or two.
+    async fn poll_until(&self, id: &str, done: impl FnMut(&TaskSnapshot) -> bool) -> TaskSnapshot {
+        poll_task(&self.session, id, 300, Duration::from_millis(50), done).await
     }
 
     /// The tool's result, however the era delivers it.
@@ -137,18 +128,8 @@ async fn question_and_answer(era: Era) {
     };
     match era {
         Era::Legacy => {
-            let waiter = {
-                let s = d.session.clone();
-                let id = t.task_id.clone();
-                tokio::spawn(async move { s.task_result(&id).await })
-            };
-            let SessionEvent::Question(q) = d
-                .rec
-                .wait_for(Duration::from_secs(10), "the question", |e| matches!(e, SessionEvent::Question(_)))
-                .await
-            else {
-                unreachable!()
-            };
+            let (q, waiter) =
+                question_during_result(&d.session, &d.rec, &t.task_id, Duration::from_secs(10), "the question").await;
             assert_eq!(q.task_id.as_deref(), Some(t.task_id.as_str()));
             d.session.answer(&q.key, q.task_id.as_deref(), &answer).await.unwrap();
             let result = tokio::time::timeout(Duration::from_secs(20), waiter).await.unwrap().unwrap().unwrap();

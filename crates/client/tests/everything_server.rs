@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use support::{Recorder, check_wire_log, everything_spec, tapped};
+use support::{
+    Recorder, check_wire_log, everything_spec, expect_task, poll_task, question_during_result, tapped, wait_for_tool,
+};
 use taskdeck_client::{ClientError, Session, SessionEvent, SessionOptions, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::form::FormModel;
@@ -30,38 +32,17 @@ async fn connect() -> Peer {
 }
 
 impl Peer {
-    /// The server registers its task and elicitation tools only after `initialized`, then says
-    /// so with list_changed (server-quirks): wait for the tool rather than trusting the first list.
     async fn wait_tool(&self, name: &str) {
-        for _ in 0..100 {
-            if self.session.list_tools().await.unwrap().iter().any(|t| t.name == name) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("tool {name} never appeared");
+        wait_for_tool(&self.session, name).await
     }
 
+    /// Every 100 ms for 20 s: the reference server's research steps take seconds.
     async fn poll_until(&self, task_id: &str, done: impl Fn(&TaskSnapshot) -> bool) -> TaskSnapshot {
-        for _ in 0..200 {
-            let s = self.session.get_task(task_id).await.unwrap();
-            if done(&s) {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("task {task_id} never reached the expected state");
+        poll_task(&self.session, task_id, 200, Duration::from_millis(100), done).await
     }
 
     fn check_wire(&self) {
         assert!(check_wire_log(&self.log, Era::Legacy, false) > 3, "the tap saw too little");
-    }
-}
-
-fn task(started: Started) -> TaskSnapshot {
-    match started {
-        Started::Task(t) => *t,
-        other => panic!("expected a task, got {other:?}"),
     }
 }
 
@@ -71,7 +52,7 @@ async fn research_query_runs_as_a_task_to_completion() {
     assert_eq!(p.session.era(), Era::Legacy);
     assert!(p.session.info().tasks);
     p.wait_tool("simulate-research-query").await;
-    let t = task(
+    let t = expect_task(
         p.session
             .start_tool("simulate-research-query", json!({"topic": "tides"}), &StartOptions::default())
             .await
@@ -90,7 +71,7 @@ async fn research_query_runs_as_a_task_to_completion() {
 async fn ambiguous_research_asks_a_question_and_continues_with_the_answer() {
     let p = connect().await;
     p.wait_tool("simulate-research-query").await;
-    let t = task(
+    let t = expect_task(
         p.session
             .start_tool(
                 "simulate-research-query",
@@ -101,18 +82,9 @@ async fn ambiguous_research_asks_a_question_and_continues_with_the_answer() {
             .unwrap(),
     );
     // The question is delivered while tasks/result is outstanding (server-quirks 2).
-    let waiter = {
-        let s = p.session.clone();
-        let id = t.task_id.clone();
-        tokio::spawn(async move { s.task_result(&id).await })
-    };
-    let SessionEvent::Question(q) = p
-        .rec
-        .wait_for(Duration::from_secs(20), "the clarifying question", |e| matches!(e, SessionEvent::Question(_)))
-        .await
-    else {
-        unreachable!()
-    };
+    let (q, waiter) =
+        question_during_result(&p.session, &p.rec, &t.task_id, Duration::from_secs(20), "the clarifying question")
+            .await;
     assert_eq!(q.task_id.as_deref(), Some(t.task_id.as_str()));
     let Some(requested_schema) = q.schema().cloned() else { panic!("expected a form: {q:?}") };
     let content = fill_form(&requested_schema);
@@ -127,7 +99,7 @@ async fn ambiguous_research_asks_a_question_and_continues_with_the_answer() {
 async fn cancelling_a_running_task_ends_it_cancelled() {
     let p = connect().await;
     p.wait_tool("simulate-research-query").await;
-    let t = task(
+    let t = expect_task(
         p.session.start_tool("simulate-research-query", json!({"topic": "x"}), &StartOptions::default()).await.unwrap(),
     );
     let cancelled = p.session.cancel_task(&t.task_id).await.unwrap().expect("legacy answers with the task");
@@ -198,7 +170,7 @@ async fn elicitation_with_every_field_type_is_answered() {
 async fn a_restarted_server_no_longer_knows_the_task() {
     let p = connect().await;
     p.wait_tool("simulate-research-query").await;
-    let t = task(
+    let t = expect_task(
         p.session.start_tool("simulate-research-query", json!({"topic": "y"}), &StartOptions::default()).await.unwrap(),
     );
     p.session.kill();

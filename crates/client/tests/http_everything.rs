@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use http_servers::{HttpServer, everything_http};
 use serde_json::{Map, Value, json};
-use support::Recorder;
+use support::{Recorder, expect_task, poll_task, question_during_result, wait_for_tool};
 use taskdeck_client::{Endpoint, Session, SessionEvent, SessionOptions, StartOptions, Started, TaskSnapshot};
 use taskdeck_protocol::elicitation::ElicitResult;
 use taskdeck_protocol::{Era, TaskStatus};
@@ -31,33 +31,19 @@ async fn connect() -> Peer {
 }
 
 impl Peer {
-    /// Its task tools appear only after `initialized`, announced by list_changed.
     async fn wait_tool(&self, name: &str) {
-        for _ in 0..100 {
-            if self.session.list_tools().await.unwrap().iter().any(|t| t.name == name) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("tool {name} never appeared");
+        wait_for_tool(&self.session, name).await
     }
 
     async fn start(&self, arguments: Value) -> TaskSnapshot {
-        match self.session.start_tool("simulate-research-query", arguments, &StartOptions::default()).await.unwrap() {
-            Started::Task(t) => *t,
-            other => panic!("expected a task, got {other:?}"),
-        }
+        expect_task(
+            self.session.start_tool("simulate-research-query", arguments, &StartOptions::default()).await.unwrap(),
+        )
     }
 
+    /// Every 100 ms for 20 s: the reference server's research steps take seconds.
     async fn poll_until(&self, task_id: &str, done: impl Fn(&TaskSnapshot) -> bool) -> TaskSnapshot {
-        for _ in 0..200 {
-            let s = self.session.get_task(task_id).await.unwrap();
-            if done(&s) {
-                return s;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("task {task_id} never reached the expected state");
+        poll_task(&self.session, task_id, 200, Duration::from_millis(100), done).await
     }
 }
 
@@ -101,18 +87,9 @@ async fn a_question_arrives_on_the_event_stream_and_its_answer_continues_the_tas
     p.wait_tool("simulate-research-query").await;
     let t = p.start(json!({"topic": "python", "ambiguous": true})).await;
     // The question comes on the stream of the outstanding tasks/result.
-    let waiter = {
-        let s = p.session.clone();
-        let id = t.task_id.clone();
-        tokio::spawn(async move { s.task_result(&id).await })
-    };
-    let SessionEvent::Question(q) = p
-        .rec
-        .wait_for(Duration::from_secs(20), "the clarifying question", |e| matches!(e, SessionEvent::Question(_)))
-        .await
-    else {
-        unreachable!()
-    };
+    let (q, waiter) =
+        question_during_result(&p.session, &p.rec, &t.task_id, Duration::from_secs(20), "the clarifying question")
+            .await;
     assert_eq!(q.task_id.as_deref(), Some(t.task_id.as_str()));
     let schema = q.schema().cloned().expect("a form");
     p.session.answer(&q.key, q.task_id.as_deref(), &ElicitResult::accept(fill(&schema))).await.unwrap();

@@ -8,10 +8,10 @@
 mod http_servers;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use http_servers::{HttpServer, fixture_with};
+use http_servers::{HttpServer, fixture_log, fixture_with};
 use serde_json::{Value, json};
 use support::Recorder;
 use taskdeck_client::transport::http::{HTTP_FAILURE, HttpFailure};
@@ -50,10 +50,6 @@ async fn connect_with(opts: SessionOptions) -> Peer {
     Peer { session, rec, log, _server: server, _dir: dir }
 }
 
-fn requests(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 impl Peer {
     async fn call(&self, tool: &str) -> Result<Started, ClientError> {
         self.session.start_tool(tool, json!({}), &StartOptions::default()).await
@@ -82,7 +78,7 @@ async fn the_legacy_session_and_version_ride_on_every_request_with_the_configure
     assert_eq!(r.joined_text(), "echo");
     // The notification before the answer on the same stream reached the session.
     p.rec.wait_for(Duration::from_secs(2), "the log line", |e| matches!(e, SessionEvent::Log(_))).await;
-    let reqs = requests(&p.log);
+    let reqs = fixture_log(&p.log);
     let sent = reqs.iter().filter(|r| r.get("headers").is_some());
     assert!(sent.clone().count() > 3 && sent.clone().all(|r| r["headers"]["x-api-key"] == "secret-key"), "{reqs:#?}");
     let probe = reqs.iter().find(|r| r["method"] == "server/discover").expect("the era was probed");
@@ -114,7 +110,7 @@ async fn nothing_after_initialized_is_sent_before_the_get_stream_is_open() {
     let opts = SessionOptions { probe_timeout: Duration::from_secs(2), ..SessionOptions::default() };
     let session = Session::open(&Endpoint::Http(server.spec("slow-get")), opts, Recorder::new()).await.unwrap();
     session.list_tools().await.unwrap();
-    let reqs = requests(&log);
+    let reqs = fixture_log(&log);
     let at = |what: &dyn Fn(&Value) -> bool| reqs.iter().position(what).unwrap_or_else(|| panic!("{reqs:#?}"));
     let initialized = at(&|r| r["method"] == "notifications/initialized");
     let open = at(&|r| r["event"] == "GET stream open");
@@ -159,7 +155,7 @@ async fn a_broken_stream_is_resumed_after_its_retry_with_the_last_event_id() {
     let started = Instant::now();
     let Started::Completed(r) = p.call("midevent-resume").await.unwrap() else { panic!("a plain call") };
     assert_eq!(r.joined_text(), "resumed");
-    let reqs = requests(&p.log);
+    let reqs = fixture_log(&p.log);
     let resumed = reqs
         .iter()
         .find(|r| r["verb"] == "GET" && r["headers"]["last-event-id"] == "p1")
@@ -176,7 +172,7 @@ async fn a_stream_that_never_ends_ends_when_the_session_gives_up_and_the_server_
     // The transport closed the stream, and the legacy server got the cancellation.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let reqs = requests(&p.log);
+        let reqs = fixture_log(&p.log);
         let closed = reqs.iter().any(|r| r["event"] == "stream closed by the client");
         let told = reqs.iter().any(|r| r["method"] == "notifications/cancelled");
         if closed && told {
@@ -232,7 +228,7 @@ async fn a_redirect_to_another_host_is_refused_and_not_followed() {
     let HttpFailure::Redirected { status, to } = failure(&err) else { panic!("{err:?}") };
     assert_eq!(status, 307);
     assert!(to.starts_with("http://localhost:") && to.ends_with("/elsewhere"), "{to}");
-    assert!(!requests(&p.log).iter().any(|r| r["path"] == "/elsewhere"), "the redirect was followed");
+    assert!(!fixture_log(&p.log).iter().any(|r| r["path"] == "/elsewhere"), "the redirect was followed");
 }
 
 #[tokio::test]
@@ -258,7 +254,7 @@ async fn closing_ends_the_session_on_the_server_with_delete() {
     let p = connect().await;
     p.session.shutdown(Duration::from_secs(2)).await;
     p.rec.wait_for(Duration::from_secs(2), "Closed", |e| matches!(e, SessionEvent::Closed { .. })).await;
-    let reqs = requests(&p.log);
+    let reqs = fixture_log(&p.log);
     let delete = reqs.iter().find(|r| r["verb"] == "DELETE").expect("a DELETE");
     assert_eq!(delete["headers"]["mcp-session-id"], "sess-1");
     assert_eq!(delete["headers"]["x-api-key"], "secret-key");
@@ -352,5 +348,5 @@ async fn a_server_whose_certificate_is_not_trusted_is_refused() {
     assert!(err.is_server_gone(), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("could not be reached") && text.contains("certificate"), "{text}");
-    assert!(requests(&log).is_empty(), "no request got through: {:?}", requests(&log));
+    assert!(fixture_log(&log).is_empty(), "no request got through: {:?}", fixture_log(&log));
 }

@@ -7,10 +7,10 @@
 mod http_servers;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use http_servers::{HttpServer, fixture_with};
+use http_servers::{HttpServer, fixture_log, fixture_with};
 use serde_json::{Value, json};
 use support::Recorder;
 use taskdeck_client::{ClientError, Endpoint, Session, SessionEvent, SessionOptions, StartOptions, Started};
@@ -31,10 +31,6 @@ async fn connect(opts: SessionOptions) -> Peer {
     let rec = Recorder::new();
     let session = Session::open(&Endpoint::Http(server.spec("modern")), opts, rec.clone()).await.unwrap();
     Peer { session, rec, log, _server: server, _dir: dir }
-}
-
-fn entries(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[tokio::test]
@@ -62,7 +58,7 @@ async fn a_modern_task_runs_over_http_with_every_header_matching_its_body() {
     assert_eq!(done.status, TaskStatus::Completed);
     assert_eq!(done.result.expect("its result").joined_text(), format!("done {}", t.task_id));
 
-    let log = entries(&p.log);
+    let log = fixture_log(&p.log);
     assert!(!log.iter().any(|e| e["event"] == "header mismatch"), "{log:#?}");
     let posts: Vec<&Value> = log.iter().filter(|e| e["verb"] == "POST").collect();
     assert!(posts.len() >= 4, "{posts:#?}");
@@ -93,12 +89,12 @@ async fn giving_up_on_a_modern_call_closes_its_stream_which_is_the_cancellation(
     assert!(matches!(err, ClientError::Timeout { .. }), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(5));
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !entries(&p.log).iter().any(|e| e["event"] == "stream closed by the client") {
-        assert!(Instant::now() < deadline, "the stream was never closed: {:#?}", entries(&p.log));
+    while !fixture_log(&p.log).iter().any(|e| e["event"] == "stream closed by the client") {
+        assert!(Instant::now() < deadline, "the stream was never closed: {:#?}", fixture_log(&p.log));
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Over HTTP the closed stream is the cancellation: no notification is posted.
-    assert!(!entries(&p.log).iter().any(|e| e["method"] == "notifications/cancelled"));
+    assert!(!fixture_log(&p.log).iter().any(|e| e["method"] == "notifications/cancelled"));
     assert!(p.session.dead().is_none());
 }
 
@@ -116,7 +112,7 @@ async fn annotated_tool_parameters_are_mirrored_as_headers_and_misannotated_tool
         panic!("a plain result")
     };
     assert_eq!(r.joined_text(), "ran in Zürich");
-    let log = entries(&p.log);
+    let log = fixture_log(&p.log);
     let call = log.iter().find(|e| e["method"] == "tools/call").unwrap();
     assert_eq!(call["headers"]["mcp-param-region"], "=?base64?WsO8cmljaA==?=");
     assert!(call["headers"].get("mcp-param-query").is_none());

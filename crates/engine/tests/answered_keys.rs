@@ -3,26 +3,27 @@
 //! the task's lifetime and the client should de-duplicate them across polls, so an answered key is
 //! never asked again (issue 10, item 10: an answer the server took reported as still waiting).
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, is_waiting_for_answer};
+use support::{fixture, open_engine};
+use taskdeck_engine::{AnswerInput, Engine, is_waiting_for_answer};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_store::EventKind;
 use taskdeck_test_support::write_servers_config;
 
 async fn open(dir: &Path, fields: usize) -> Engine {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/lagging_server.py");
+    let script = fixture("lagging_server.py");
     let entry = json!({
         "command": "python3",
         "args": [script.display().to_string()],
         "env": {"ANSWERS": dir.join("answers.jsonl").display().to_string(), "FIELDS": fields.to_string()},
     });
     write_servers_config(&dir.join("servers.json"), [("lagging", entry)]);
-    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
-    Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
+    open_engine(dir, Duration::from_secs(20)).await
 }
 
 async fn answered_key_is_not_asked_again(fields: usize, input: AnswerInput) {

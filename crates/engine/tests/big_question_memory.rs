@@ -3,13 +3,15 @@
 //! process's peak resident memory (`VmHWM`) is the measure, so this file holds this one test: no
 //! other test in the same process can raise the peak.
 
-use std::path::Path;
+mod support;
+
 use std::time::Duration;
 
 use serde_json::json;
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, is_waiting_for_answer};
+use support::{fixture, open_engine, python_entry};
+use taskdeck_engine::{AnswerInput, is_waiting_for_answer};
 use taskdeck_protocol::question::Asks;
+use taskdeck_test_support::write_servers_config;
 
 /// The peak resident set of this process so far, in bytes; `None` where `/proc` has no such line.
 fn peak_rss() -> Option<u64> {
@@ -21,12 +23,9 @@ fn peak_rss() -> Option<u64> {
 #[tokio::test]
 async fn an_eleven_megabyte_question_costs_less_than_ten_times_its_size() {
     let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/bounds_server.py");
-    let config = dir.path().join("servers.json");
-    let servers = json!({"mcpServers": {"bounds": {"command": "python3", "args": [script]}}});
-    std::fs::write(&config, servers.to_string()).unwrap();
-    let opts = EngineOptions { server_wait: Duration::from_secs(30), ..EngineOptions::default() };
-    let engine = Engine::open(Paths { config, data_dir: dir.path().join("data") }, opts).await.unwrap();
+    let entry = python_entry(&fixture("bounds_server.py"));
+    write_servers_config(&dir.path().join("servers.json"), [("bounds", entry)]);
+    let engine = open_engine(dir.path(), Duration::from_secs(30)).await;
     // A small task first, so the baseline has the server connected and everything warmed up.
     let warm = engine.run("bounds", "ask", json!({})).await.unwrap().id;
     tokio::time::timeout(Duration::from_secs(20), engine.wait(&warm, is_waiting_for_answer)).await.unwrap().unwrap();

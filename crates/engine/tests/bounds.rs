@@ -1,24 +1,23 @@
 //! A server that sends too much, against the real engine: a question over the bound is shown as too
 //! large and can be declined, and a chatty server leaves a bounded log with its texts cut.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Map, json};
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{AnswerInput, Engine, EngineError, EngineOptions, is_waiting_for_answer};
+use support::{fixture, open_engine, python_entry};
+use taskdeck_engine::{AnswerInput, Engine, EngineError, is_waiting_for_answer};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_protocol::limits;
 use taskdeck_protocol::question::Asks;
 use taskdeck_store::{EVENTS_PER_TASK, EventKind};
+use taskdeck_test_support::write_servers_config;
 
 async fn engine(dir: &Path) -> Engine {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/bounds_server.py");
-    let config = dir.join("servers.json");
-    let servers = json!({"mcpServers": {"bounds": {"command": "python3", "args": [script]}}});
-    std::fs::write(&config, servers.to_string()).unwrap();
-    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
-    Engine::open(Paths { config, data_dir: dir.join("data") }, opts).await.unwrap()
+    write_servers_config(&dir.join("servers.json"), [("bounds", python_entry(&fixture("bounds_server.py")))]);
+    open_engine(dir, Duration::from_secs(20)).await
 }
 
 #[tokio::test]

@@ -2,24 +2,22 @@
 //! the engine interleaves the three, the question must stay until it is answered. Its result then
 //! comes right behind the answer, and the answer must still be on record before it.
 
-use std::path::Path;
+mod support;
+
 use std::time::Duration;
 
 use serde_json::{Map, json};
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{AnswerInput, Engine, EngineOptions, is_waiting_for_answer};
+use support::{fixture, open_engine, python_entry};
+use taskdeck_engine::{AnswerInput, is_waiting_for_answer};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_store::EventKind;
+use taskdeck_test_support::write_servers_config;
 
 #[tokio::test]
 async fn a_question_sent_right_after_a_stage_is_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/burst_server.py");
-    let config = dir.path().join("servers.json");
-    let servers = json!({"mcpServers": {"burst": {"command": "python3", "args": [script]}}});
-    std::fs::write(&config, servers.to_string()).unwrap();
-    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
-    let engine = Engine::open(Paths { config, data_dir: dir.path().join("data") }, opts).await.unwrap();
+    write_servers_config(&dir.path().join("servers.json"), [("burst", python_entry(&fixture("burst_server.py")))]);
+    let engine = open_engine(dir.path(), Duration::from_secs(20)).await;
 
     // Many at once, so the stage report and the question meet in every order.
     let mut ids = Vec::new();
@@ -133,11 +131,8 @@ async fn an_answer_is_on_record_although_the_result_overtakes_its_acknowledgemen
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("slow_ack_server.py");
     std::fs::write(&script, SLOW_ACK_SERVER).unwrap();
-    let config = dir.path().join("servers.json");
-    let servers = json!({"mcpServers": {"slow": {"command": "python3", "args": [script]}}});
-    std::fs::write(&config, servers.to_string()).unwrap();
-    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
-    let engine = Engine::open(Paths { config, data_dir: dir.path().join("data") }, opts).await.unwrap();
+    write_servers_config(&dir.path().join("servers.json"), [("slow", python_entry(&script))]);
+    let engine = open_engine(dir.path(), Duration::from_secs(20)).await;
 
     let mut ids = Vec::new();
     for _ in 0..5 {

@@ -2,27 +2,27 @@
 //! is told (`notifications/cancelled` for the call's request id) and the task says so; a handle
 //! that comes anyway is cancelled with `tasks/cancel`, so no task is left running on the server.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{Engine, EngineOptions};
+use support::{fixture, open_engine};
+use taskdeck_engine::Engine;
 use taskdeck_protocol::TaskStatus;
 use taskdeck_test_support::write_servers_config;
 
 /// The engine over the late-handle server, which writes what it heard to the returned file.
 async fn open(dir: &Path, honour_cancel: bool) -> (Engine, PathBuf) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/late_handle_server.py");
+    let script = fixture("late_handle_server.py");
     let heard = dir.join("heard.log");
     let mut args = vec![json!(script), json!("--delay"), json!("1.0"), json!("--heard"), json!(heard)];
     if honour_cancel {
         args.push(json!("--honour-cancel"));
     }
     write_servers_config(&dir.join("servers.json"), [("late", json!({"command": "python3", "args": args}))]);
-    let opts = EngineOptions { server_wait: Duration::from_secs(30), ..Default::default() };
-    let engine =
-        Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap();
+    let engine = open_engine(dir, Duration::from_secs(30)).await;
     (engine, heard)
 }
 

@@ -1,20 +1,21 @@
 //! The history side of the engine against the real demo server: what a delete, a pin and a
 //! delete of everything finished before a moment publish, and the one policy for a running task.
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
-use taskdeck_engine::config::Paths;
-use taskdeck_engine::{Engine, EngineError, EngineEvent, EngineOptions, ErrorCode};
+use support::open_engine;
+use taskdeck_engine::{Engine, EngineError, EngineEvent, ErrorCode};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_test_support::{demo_server_entry, write_servers_config};
 use tokio::sync::broadcast::Receiver;
 
 async fn open(dir: &Path) -> Engine {
     write_servers_config(&dir.join("servers.json"), [("demo", demo_server_entry(&dir.join("state")))]);
-    let opts = EngineOptions { server_wait: Duration::from_secs(20), ..EngineOptions::default() };
-    Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
+    open_engine(dir, Duration::from_secs(20)).await
 }
 
 async fn report(engine: &Engine, seconds: u32) -> String {

@@ -2,13 +2,15 @@
 //! roots the user grants (and their change announced without a restart), and the MCP log entries
 //! a server sends, kept with their levels in the server's log.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use taskdeck_engine::config::Paths;
+use support::{fixture, open_engine, python_entry};
 use taskdeck_engine::logs::LogLevel;
-use taskdeck_engine::{Engine, EngineOptions, TaskRecord};
+use taskdeck_engine::{Engine, TaskRecord};
 use taskdeck_protocol::TaskStatus;
 use taskdeck_test_support::{everything_server_entry, write_servers_config};
 
@@ -21,8 +23,7 @@ fn write_config(dir: &Path, extra: Value) -> PathBuf {
 }
 
 async fn open(dir: &Path) -> Engine {
-    let opts = EngineOptions { server_wait: Duration::from_secs(30), ..Default::default() };
-    Engine::open(Paths { config: dir.join("servers.json"), data_dir: dir.join("data") }, opts).await.unwrap()
+    open_engine(dir, Duration::from_secs(30)).await
 }
 
 /// Waits until the server lists `tool` (the reference server registers tools after `initialized`).
@@ -178,8 +179,8 @@ async fn a_call_refused_with_32042_and_declined_fails_with_the_servers_refusal()
 #[tokio::test]
 async fn the_servers_completion_notice_closes_the_url_question_without_the_user() {
     let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/url_complete_server.py");
-    write_servers_config(&dir.path().join("servers.json"), [("url", json!({"command": "python3", "args": [script]}))]);
+    let entry = python_entry(&fixture("url_complete_server.py"));
+    write_servers_config(&dir.path().join("servers.json"), [("url", entry)]);
     let engine = open(dir.path()).await;
     let rec = engine.run("url", "connect", json!({})).await.unwrap();
     let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
@@ -200,8 +201,8 @@ async fn the_servers_completion_notice_closes_the_url_question_without_the_user(
 #[tokio::test]
 async fn a_server_that_keeps_asking_for_a_page_first_ends_the_call_after_three_rounds() {
     let dir = tempfile::tempdir().unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/url_complete_server.py");
-    write_servers_config(&dir.path().join("servers.json"), [("url", json!({"command": "python3", "args": [script]}))]);
+    let entry = python_entry(&fixture("url_complete_server.py"));
+    write_servers_config(&dir.path().join("servers.json"), [("url", entry)]);
     let engine = open(dir.path()).await;
     let rec = engine.run("url", "locked", json!({})).await.unwrap();
     let mut keys = Vec::new();

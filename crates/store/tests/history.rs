@@ -271,16 +271,7 @@ fn what_a_user_types_is_never_fts5_syntax() {
 /// A store as the Taskdeck before history left it: the migrations up to the dropped marker, with
 /// tasks in it.
 fn store_before_search(path: &std::path::Path) {
-    let conn = raw(path);
-    for sql in [
-        include_str!("../src/migrations/20261130091500_init.sql"),
-        include_str!("../src/migrations/20261201090000_typed_questions.sql"),
-        include_str!("../src/migrations/20261201110000_event_cap.sql"),
-        include_str!("../src/migrations/20261201130000_dropped_marker_moves.sql"),
-    ] {
-        conn.execute_batch(sql).unwrap();
-    }
-    conn.pragma_update(None, "user_version", 4).unwrap();
+    let conn = store_at_version_4(path);
     conn.execute_batch(
         r#"INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, result, created_at, updated_at)
            VALUES ('old-1', 'demo', 'generate_report', '{"topic": "lighthouses"}', 'old-1', 'task', 'completed',

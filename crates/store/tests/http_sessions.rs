@@ -23,16 +23,7 @@ fn a_store_from_before_http_sessions_gains_the_table_and_keeps_its_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("taskdeck.sqlite3");
     {
-        let conn = raw(&path);
-        for sql in [
-            include_str!("../src/migrations/20261130091500_init.sql"),
-            include_str!("../src/migrations/20261201090000_typed_questions.sql"),
-            include_str!("../src/migrations/20261201110000_event_cap.sql"),
-            include_str!("../src/migrations/20261201130000_dropped_marker_moves.sql"),
-        ] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 4).unwrap();
+        let conn = store_at_version_4(&path);
         conn.execute(
             "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
              VALUES ('old-1', 'everything', 'simulate-research-query', '{}', 'old-1', 'task', 'working',

@@ -5,9 +5,11 @@
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
+pub use taskdeck_test_support::cli::Out;
+use taskdeck_test_support::cli::cli_command;
 use taskdeck_test_support::{LoopbackServer, demo_server_http, write_servers_config};
 
 pub const CLI: &str = env!("CARGO_BIN_EXE_taskdeck-cli");
@@ -70,26 +72,14 @@ impl Drop for Gate {
     }
 }
 
-pub struct Out {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl From<Output> for Out {
-    fn from(o: Output) -> Self {
-        Out {
-            code: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Out {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
-    }
+/// The CLI of a sign-in test: sign-ins kept in a file in its data directory, never the keyring of
+/// whoever runs the tests, and the fixture's browser script as `$BROWSER`, which follows the
+/// authorization page as a person would.
+pub fn sign_in_cli(config: &Path, data_dir: &Path, args: &[&str]) -> Command {
+    let mut c = cli_command(CLI, config, data_dir, args);
+    c.env("TASKDECK_SIGN_IN_STORE", "file");
+    c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
+    c
 }
 
 pub struct Env {
@@ -112,14 +102,7 @@ impl Env {
     }
 
     pub fn run(&self, args: &[&str]) -> Out {
-        let mut c = Command::new(CLI);
-        c.arg("--config").arg(&self.config).arg("--data-dir").arg(self.dir.path().join("data")).args(args);
-        c.env_remove("TASKDECK_CONFIG").env_remove("TASKDECK_DATA_DIR").env_remove("TASKDECK_LOG");
-        // Never the keyring of whoever runs the tests.
-        c.env("TASKDECK_SIGN_IN_STORE", "file");
-        c.env("BROWSER", format!("python3 {}", support("../client/tests/support/oauth_browser.py").display()));
-        c.stdin(Stdio::null());
-        c.output().unwrap().into()
+        sign_in_cli(&self.config, &self.dir.path().join("data"), args).output().unwrap().into()
     }
 
     pub fn sign_ins(&self) -> String {

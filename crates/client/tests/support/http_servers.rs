@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
 use taskdeck_client::HttpSpec;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -81,4 +82,10 @@ pub async fn fixture_with(scenario: &str, env: &[(&str, String)]) -> HttpServer 
         .expect("a first line");
     tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
     HttpServer { url, _child: child }
+}
+
+/// What the fixture logged to its `FIXTURE_LOG` file, a JSON line per request or notable event;
+/// a line that is not JSON fails the test, since the fixture writes each one whole.
+pub fn fixture_log(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }

@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use taskdeck_client::{ServerSpec, SessionEvent, SessionHandler};
+use taskdeck_client::{
+    ClientError, Question, ServerSpec, Session, SessionEvent, SessionHandler, Started, TaskSnapshot,
+};
+use taskdeck_protocol::types::CallToolResult;
 use taskdeck_schema_check::{Era as SchemaEra, Schemas, Sender};
 
 pub fn demo_spec(state: &Path) -> ServerSpec {
@@ -166,4 +169,63 @@ impl Recorder {
     fn non_stderr(&self) -> Vec<SessionEvent> {
         self.events().into_iter().filter(|e| !matches!(e, SessionEvent::Stderr(_))).collect()
     }
+}
+
+/// Waits until the server lists `name`. The reference server registers its task and elicitation
+/// tools only after `initialized`, then says so with list_changed (server-quirks): a test that
+/// trusted the first list would race it.
+pub async fn wait_for_tool(session: &Session, name: &str) {
+    for _ in 0..100 {
+        if session.list_tools().await.unwrap().iter().any(|t| t.name == name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("tool {name} never appeared");
+}
+
+/// Polls `tasks/get` every `every`, at most `tries` times, until `done` holds for the task.
+pub async fn poll_task(
+    session: &Session,
+    task_id: &str,
+    tries: u32,
+    every: Duration,
+    mut done: impl FnMut(&TaskSnapshot) -> bool,
+) -> TaskSnapshot {
+    for _ in 0..tries {
+        let s = session.get_task(task_id).await.unwrap();
+        if done(&s) {
+            return s;
+        }
+        tokio::time::sleep(every).await;
+    }
+    panic!("task {task_id} never reached the expected state");
+}
+
+/// The task a call started; a call answered at once fails the test.
+pub fn expect_task(started: Started) -> TaskSnapshot {
+    match started {
+        Started::Task(t) => *t,
+        other => panic!("expected a task, got {other:?}"),
+    }
+}
+
+/// The question a legacy server asks while `tasks/result` for the task is outstanding (it sends
+/// it on that request's stream, server-quirks 2, so the result must be asked for first), and the
+/// waiting result, which the answer lets finish.
+pub async fn question_during_result(
+    session: &Session,
+    rec: &Recorder,
+    task_id: &str,
+    within: Duration,
+    what: &str,
+) -> (Question, tokio::task::JoinHandle<Result<CallToolResult, ClientError>>) {
+    let waiter = {
+        let (s, id) = (session.clone(), task_id.to_owned());
+        tokio::spawn(async move { s.task_result(&id).await })
+    };
+    let SessionEvent::Question(q) = rec.wait_for(within, what, |e| matches!(e, SessionEvent::Question(_))).await else {
+        unreachable!("wait_for returns only what its predicate accepts")
+    };
+    (q, waiter)
 }

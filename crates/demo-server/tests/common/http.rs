@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use taskdeck_schema_check::{Era, Sender};
 
-use super::{WAIT, modern_meta, schemas, without_own_meta};
+use super::{WAIT, demo_server, lines_of, modern_meta, schemas, without_own_meta};
 
 /// The demo server started with `--http 127.0.0.1:0`.
 pub struct HttpServer {
@@ -27,27 +27,9 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start(state: &Path, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_taskdeck-demo-server"))
-            .arg("--state")
-            .arg(state)
-            .args(["--poll-interval-ms", "50", "--http", "127.0.0.1:0"])
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn demo server");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let args = [&["--http", "127.0.0.1:0"], extra].concat();
+        let mut child = demo_server(state, &args).stdin(Stdio::null()).spawn().expect("spawn demo server");
+        let rx = lines_of(child.stdout.take().unwrap());
         let url = rx.recv_timeout(WAIT).expect("the server prints its URL first");
         let addr = url
             .strip_prefix("http://")

@@ -6,7 +6,7 @@
 pub mod http;
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -38,6 +38,31 @@ pub fn modern_meta(tasks: bool, elicitation: bool) -> Value {
     })
 }
 
+/// The demo server of this build keeping its state in `state`, polled every 50 ms so tests do not
+/// wait on its one-second default, with `args` after; its stdout piped, for a test to read, and
+/// its stderr shown beside the test's at `RUST_LOG=warn`.
+pub fn demo_server(state: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_taskdeck-demo-server"));
+    c.arg("--state").arg(state).args(["--poll-interval-ms", "50"]).args(args);
+    c.env("RUST_LOG", "warn").stdout(Stdio::piped()).stderr(Stdio::inherit());
+    c
+}
+
+/// Lines of `from` as they come, read in a thread of their own so that the pipe never fills while
+/// a test is busy; reading stops once the receiver is dropped.
+pub fn lines_of(from: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(from).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
 pub struct Peer {
     child: Child,
     stdin: Option<ChildStdin>,
@@ -58,27 +83,8 @@ fn id_key(id: &Value) -> String {
 
 impl Peer {
     pub fn spawn(state: &Path, era: Era, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_taskdeck-demo-server"))
-            .arg("--state")
-            .arg(state)
-            .args(["--poll-interval-ms", "50"])
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn demo server");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let mut child = demo_server(state, extra).stdin(Stdio::piped()).spawn().expect("spawn demo server");
+        let rx = lines_of(child.stdout.take().unwrap());
         let stdin = child.stdin.take();
         Self { child, stdin, lines: rx, era, next_id: 1, asked: HashMap::new(), backlog: VecDeque::new(), seen: vec![] }
     }

@@ -102,3 +102,20 @@ pub fn raw(path: &std::path::Path) -> rusqlite::Connection {
     conn.busy_timeout(std::time::Duration::from_secs(5)).unwrap();
     conn
 }
+
+/// A store file as schema version 4 left it (the migrations up to the dropped marker's move, before
+/// history search and HTTP sessions), for a test of what opening it now does; the connection is
+/// returned to put old rows in.
+pub fn store_at_version_4(path: &std::path::Path) -> rusqlite::Connection {
+    let conn = raw(path);
+    for sql in [
+        include_str!("../../src/migrations/20261130091500_init.sql"),
+        include_str!("../../src/migrations/20261201090000_typed_questions.sql"),
+        include_str!("../../src/migrations/20261201110000_event_cap.sql"),
+        include_str!("../../src/migrations/20261201130000_dropped_marker_moves.sql"),
+    ] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", 4).unwrap();
+    conn
+}
