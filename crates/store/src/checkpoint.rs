@@ -83,3 +83,24 @@ impl Drop for Checkpointer {
         }
     }
 }
+
+/// Copies the whole WAL into the main file and empties it, as a prune does to give space back:
+/// the main file then has its real size. The checkpoint lock is one at a time, and SQLite
+/// answers busy at once (no busy handler) while the thread above holds it, so a busy try is
+/// tried again for a while; a reader holding an old snapshot can still leave part of the WAL to
+/// a later checkpoint, which is not an error. Whether the WAL was emptied.
+pub(crate) fn truncate_wal(conn: &Connection) -> bool {
+    const PATIENCE: Duration = Duration::from_secs(2);
+    let until = std::time::Instant::now() + PATIENCE;
+    loop {
+        // The pragma's first column says whether it was kept from finishing.
+        let busy = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get::<_, i64>(0)).unwrap_or(1);
+        if busy == 0 {
+            return true;
+        }
+        if std::time::Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -863,7 +863,7 @@ impl Store {
         let conn = self.conn();
         let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
         let incremental = mode == 2;
-        let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        crate::checkpoint::truncate_wal(&conn);
         let bytes_before = size();
         if vacuum && incremental {
             let pages: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0))?;
@@ -881,7 +881,7 @@ impl Store {
                 let mut rows = st.query([])?;
                 while rows.next()?.is_some() {}
             }
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            crate::checkpoint::truncate_wal(&conn);
         }
         Ok(Space { incremental, bytes_before, bytes_after: size() })
     }
