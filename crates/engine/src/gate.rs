@@ -45,6 +45,9 @@ pub(crate) struct Gate {
     writing: Mutex<()>,
     /// Tasks whose write the store could not take, and why; nothing more is written for them.
     halted: Mutex<HashMap<String, Halt>>,
+    /// Plain calls created without their search row (`Store::create_task_unindexed`) and not
+    /// ended since: the next flush writes their rows. Most end first, and their end writes it.
+    unindexed: Mutex<std::collections::HashSet<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +74,7 @@ impl Gate {
             deferred: Mutex::default(),
             writing: Mutex::new(()),
             halted: Mutex::default(),
+            unindexed: Mutex::default(),
         }
     }
 
@@ -178,13 +182,28 @@ impl Gate {
     }
 
     pub fn create(&self, new: NewTask) -> Result<TaskRecord> {
-        let rec = self.store.create_task(new).map_err(|e| match StoreFault::of(&e) {
+        // A plain call's search row waits for its end (or the next flush, when it runs longer):
+        // the commit that must land before the call is sent carries only the call. A task's is
+        // written at once, as it lives for far longer than a flush.
+        let call = new.mode == taskdeck_store::Mode::Call;
+        let created = if call { self.store.create_task_unindexed(new) } else { self.store.create_task(new) };
+        let rec = created.map_err(|e| match StoreFault::of(&e) {
             // Nothing was recorded, so there is no task to halt: the command ends with it.
             Some(fault) => self.unwritable(None, Halt { fault, detail: fault_detail(&e) }),
             None => e.into(),
         })?;
+        if call {
+            lock(&self.unindexed).insert(rec.id.clone());
+        }
         self.publish(&rec);
         Ok(rec)
+    }
+
+    /// The task's end was written, and with it its search row: nothing is left for the flush.
+    fn indexed_if_ended(&self, rec: &TaskRecord) {
+        if rec.status.is_terminal() {
+            lock(&self.unindexed).remove(&rec.id);
+        }
     }
 
     /// Records the server side of a task (its era, and remote id when it is a task).
@@ -234,6 +253,7 @@ impl Gate {
             }
         }
         let rec = self.quietly(id, last.map_err(|e| self.failed(id, e)))?;
+        self.indexed_if_ended(&rec);
         self.publish(&rec);
         Some(rec)
     }
@@ -248,6 +268,7 @@ impl Gate {
         let mut batch = self.take_deferred(id);
         if batch.is_empty() {
             let rec = self.store.apply(id, update).map_err(|e| self.failed(id, e))?;
+            self.indexed_if_ended(&rec);
             self.publish(&rec);
             return Ok(rec);
         }
@@ -262,6 +283,7 @@ impl Gate {
             }
         }
         let rec = last.map_err(|e| self.failed(id, e))?;
+        self.indexed_if_ended(&rec);
         self.publish(&rec);
         Ok(rec)
     }
@@ -368,9 +390,17 @@ impl Gate {
         }
     }
 
-    /// Writes everything that waits, in one transaction.
+    /// Writes everything that waits, in one transaction, and the search rows of the plain calls
+    /// still running.
     pub fn flush(&self) {
         let _writing = lock(&self.writing);
+        let unindexed: Vec<String> = lock(&self.unindexed).drain().collect();
+        if !unindexed.is_empty()
+            && let Err(e) = self.store.index_tasks(&unindexed)
+        {
+            // Only search is behind: each call's end writes its row again.
+            tracing::warn!("running calls could not be indexed for search: {e}");
+        }
         let updates: Vec<(String, Update)> = {
             let mut deferred = lock(&self.deferred);
             let messages = std::mem::take(&mut deferred.messages);
@@ -409,6 +439,11 @@ impl Gate {
     }
 
     fn forget(&self, purged: &[taskdeck_store::Purged]) {
+        let mut unindexed = lock(&self.unindexed);
+        for p in purged {
+            unindexed.remove(&p.id);
+        }
+        drop(unindexed);
         let mut deferred = lock(&self.deferred);
         for p in purged {
             deferred.messages.remove(&p.id);
@@ -622,6 +657,55 @@ mod tests {
         let now = gate.get(&rec.id).unwrap();
         assert_eq!(now.status, TaskStatus::Working, "recorded as it was");
         assert!(published(&mut rx).iter().all(|r| r.status == TaskStatus::Working), "no outcome published");
+    }
+
+    fn call(gate: &Gate, key: &str) -> TaskRecord {
+        gate.create(NewTask {
+            server: "s".into(),
+            tool: "notes_search".into(),
+            arguments: json!({"query": "deploy"}),
+            idempotency_key: key.into(),
+            mode: Mode::Call,
+        })
+        .unwrap()
+    }
+
+    fn found(gate: &Gate, words: &str) -> Vec<String> {
+        let q = taskdeck_store::TaskQuery { search: Some(words.to_owned()), ..Default::default() };
+        gate.store().summaries(&q, &Default::default()).unwrap().items.into_iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn a_plain_call_still_running_at_the_next_flush_is_found_by_search_after_it() {
+        let (_dir, gate, _task) = gate();
+        let rec = call(&gate, "c");
+        assert_eq!(gate.get(&rec.id).unwrap(), rec, "recorded before it is sent");
+        assert!(found(&gate, "deploy").is_empty(), "its search row waits");
+        gate.flush();
+        assert_eq!(found(&gate, "deploy"), [rec.id.clone()]);
+        assert!(lock(&gate.unindexed).is_empty());
+    }
+
+    #[test]
+    fn a_plain_call_that_ends_before_the_flush_is_found_by_its_end_and_leaves_the_flush_nothing() {
+        let (_dir, gate, _task) = gate();
+        let answered = call(&gate, "answered");
+        let done = Update::Completed {
+            result: json!({"content": [{"type": "text", "text": "two penguins"}]}),
+            server_status: None,
+        };
+        gate.finish_call(&answered.id, Era::Legacy, done).unwrap();
+        let failed = call(&gate, "failed");
+        let error = taskdeck_store::TaskError { code: None, message: "server went away".into(), reason: None };
+        gate.apply(&failed.id, Update::Failed { error, server_status: None }).unwrap();
+        assert!(lock(&gate.unindexed).is_empty(), "nothing left for the flush");
+        assert_eq!(found(&gate, "penguins"), [answered.id.clone()]);
+        assert_eq!(found(&gate, "went away"), [failed.id.clone()]);
+        let mut both = found(&gate, "deploy");
+        both.sort();
+        let mut expected = vec![answered.id, failed.id];
+        expected.sort();
+        assert_eq!(both, expected);
     }
 
     #[test]
