@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(gate.get(&rec.id).unwrap(), rec, "recorded before it is sent");
         assert!(found(&gate, "deploy").is_empty(), "its search row waits");
         gate.flush();
-        assert_eq!(found(&gate, "deploy"), [rec.id.clone()]);
+        assert_eq!(found(&gate, "deploy"), [rec.id.as_str()]);
         assert!(lock(&gate.unindexed).is_empty());
     }
 
@@ -699,8 +699,8 @@ mod tests {
         let error = taskdeck_store::TaskError { code: None, message: "server went away".into(), reason: None };
         gate.apply(&failed.id, Update::Failed { error, server_status: None }).unwrap();
         assert!(lock(&gate.unindexed).is_empty(), "nothing left for the flush");
-        assert_eq!(found(&gate, "penguins"), [answered.id.clone()]);
-        assert_eq!(found(&gate, "went away"), [failed.id.clone()]);
+        assert_eq!(found(&gate, "penguins"), [answered.id.as_str()]);
+        assert_eq!(found(&gate, "went away"), [failed.id.as_str()]);
         let mut both = found(&gate, "deploy");
         both.sort();
         let mut expected = vec![answered.id, failed.id];
