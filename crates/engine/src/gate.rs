@@ -45,8 +45,8 @@ pub(crate) struct Gate {
     writing: Mutex<()>,
     /// Tasks whose write the store could not take, and why; nothing more is written for them.
     halted: Mutex<HashMap<String, Halt>>,
-    /// Plain calls created without their search row (`Store::create_task_unindexed`) and not
-    /// ended since: the next flush writes their rows. Most end first, and their end writes it.
+    /// Calls created without their search row (`Store::create_task_unindexed`) and not ended
+    /// since: the next flush writes their rows. Most end first, and their end writes it.
     unindexed: Mutex<std::collections::HashSet<String>>,
 }
 
@@ -181,22 +181,29 @@ impl Gate {
         }
     }
 
-    pub fn create(&self, new: NewTask) -> Result<TaskRecord> {
-        // A plain call's search row waits for its end (or the next flush, when it runs longer):
-        // the commit that must land before the call is sent carries only the call. A task's is
-        // written at once, as it lives for far longer than a flush.
-        let call = new.mode == taskdeck_store::Mode::Call;
-        let created = if call { self.store.create_task_unindexed(new) } else { self.store.create_task(new) };
+    /// Records a new task. With `search_later` (a call the server may answer at once: a plain
+    /// call, or any call in 2026-07-28, where the server decides) its search row waits for its
+    /// end, or the next flush when it runs longer: the commit that must land before the call is
+    /// sent carries only the call, and the row is written once, by the end, rather than twice.
+    /// A legacy task's is written at once: its handle comes at once and it lives for far longer.
+    pub fn create(&self, new: NewTask, search_later: bool) -> Result<TaskRecord> {
+        let created = if search_later { self.store.create_task_unindexed(new) } else { self.store.create_task(new) };
         let rec = created.map_err(|e| match StoreFault::of(&e) {
             // Nothing was recorded, so there is no task to halt: the command ends with it.
             Some(fault) => self.unwritable(None, Halt { fault, detail: fault_detail(&e) }),
             None => e.into(),
         })?;
-        if call {
+        if search_later {
             lock(&self.unindexed).insert(rec.id.clone());
         }
         self.publish(&rec);
         Ok(rec)
+    }
+
+    /// Has the next flush write the task's search row if it has none: for a task picked up
+    /// after a restart that may have come before the flush that would have written it.
+    pub fn index_later(&self, id: &str) {
+        lock(&self.unindexed).insert(id.to_owned());
     }
 
     /// The task's end was written, and with it its search row: nothing is left for the flush.
@@ -492,13 +499,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gate = Gate::new(Store::open(dir.path().join("t.sqlite3")).unwrap());
         let rec = gate
-            .create(NewTask {
-                server: "s".into(),
-                tool: "t".into(),
-                arguments: json!({}),
-                idempotency_key: "k".into(),
-                mode: Mode::Task,
-            })
+            .create(
+                NewTask {
+                    server: "s".into(),
+                    tool: "t".into(),
+                    arguments: json!({}),
+                    idempotency_key: "k".into(),
+                    mode: Mode::Task,
+                },
+                false,
+            )
             .unwrap();
         (dir, gate, rec)
     }
@@ -660,13 +670,16 @@ mod tests {
     }
 
     fn call(gate: &Gate, key: &str) -> TaskRecord {
-        gate.create(NewTask {
-            server: "s".into(),
-            tool: "notes_search".into(),
-            arguments: json!({"query": "deploy"}),
-            idempotency_key: key.into(),
-            mode: Mode::Call,
-        })
+        gate.create(
+            NewTask {
+                server: "s".into(),
+                tool: "notes_search".into(),
+                arguments: json!({"query": "deploy"}),
+                idempotency_key: key.into(),
+                mode: Mode::Call,
+            },
+            true,
+        )
         .unwrap()
     }
 
@@ -683,6 +696,28 @@ mod tests {
         assert!(found(&gate, "deploy").is_empty(), "its search row waits");
         gate.flush();
         assert_eq!(found(&gate, "deploy"), [rec.id.as_str()]);
+        assert!(lock(&gate.unindexed).is_empty());
+    }
+
+    #[test]
+    fn a_modern_call_that_became_a_task_is_found_by_search_after_the_next_flush_and_indexed_once() {
+        let (_dir, gate, _task) = gate();
+        let new = NewTask {
+            server: "s".into(),
+            tool: "generate_report".into(),
+            arguments: json!({"topic": "quarterly"}),
+            idempotency_key: "m".into(),
+            mode: Mode::Task,
+        };
+        let rec = gate.create(new, true).unwrap();
+        gate.set_remote(&rec.id, Era::Modern, Some("r-1"), None, Some(500)).unwrap();
+        assert!(found(&gate, "quarterly").is_empty(), "the handle writes no search row");
+        gate.flush();
+        assert_eq!(found(&gate, "quarterly"), [rec.id.as_str()]);
+        // Picked up again after a restart, it has its row already: nothing is written for it.
+        gate.index_later(&rec.id);
+        gate.flush();
+        assert_eq!(found(&gate, "quarterly"), [rec.id.as_str()]);
         assert!(lock(&gate.unindexed).is_empty());
     }
 

@@ -185,13 +185,22 @@ impl Store {
         })
     }
 
-    /// Writes the search rows [`Store::create_task_unindexed`] left out, in one transaction; a
-    /// task that is gone (deleted meanwhile) is skipped. Rewriting a row already there is
-    /// harmless: it is rebuilt from what the task holds.
+    /// Writes the search row of each task that has none ([`Store::create_task_unindexed`] left it
+    /// out, and no write since brought it), in one transaction. A task that has its row is left
+    /// as it is (its own writes keep it current), and one that is gone (deleted meanwhile) is
+    /// skipped.
     pub fn index_tasks(&self, ids: &[String]) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         for id in ids {
+            let indexed = tx
+                .prepare_cached("SELECT 1 FROM task_search_rows WHERE task_id = ?1")?
+                .query_row([id], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if indexed {
+                continue;
+            }
             match exists(&tx, id) {
                 Ok(()) => crate::search::refresh(&tx, id)?,
                 // Deleted meanwhile: there is no task for a search row to name.
