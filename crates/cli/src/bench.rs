@@ -3,13 +3,13 @@
 //! `tools/call` round trip through the engine, and `plain_calls` says how many were.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
 use taskdeck_engine::Engine;
 use taskdeck_protocol::TaskStatus;
-use tokio::sync::Semaphore;
 
 use crate::error::{CliError, EXIT_USAGE, Result};
 use crate::follow::waiting;
@@ -38,47 +38,57 @@ pub struct Latency {
 pub async fn bench(engine: &Engine, server: &str, tool: &str, args: Value, n: u64, c: u64) -> Result<Report> {
     // Starting the server is not part of any lifecycle; do it before the clock runs.
     engine.tools(server).await?;
-    let sem = Arc::new(Semaphore::new(c as usize));
-    let mut set = tokio::task::JoinSet::new();
+    // `c` runners, each taking the next lifecycle as soon as its last one ended, as the bare client
+    // runs its own (bench/taskdeck-bench). A lifecycle spawned per call from this thread, which is
+    // not one of the runtime's, cost two wake-ups between threads for every call (the finished
+    // call's permit waking this thread, its spawn waking a worker) on top of what is measured.
+    let next = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
-    for _ in 0..n {
-        let permit = sem.clone().acquire_owned().await.map_err(|e| CliError::runtime(e.to_string()))?;
-        let (engine, server, tool, args) = (engine.clone(), server.to_owned(), tool.to_owned(), args.clone());
-        set.spawn(async move {
-            let t0 = Instant::now();
-            let outcome = async {
-                let rec = engine.run(&server, &tool, args).await?;
-                // A question would wait forever here: it ends the lifecycle, as a failure.
-                engine.wait(&rec.id, waiting).await
-            }
-            .await;
-            drop(permit);
-            (t0.elapsed(), outcome)
-        });
-    }
+    let runners: Vec<_> = (0..c.max(1))
+        .map(|_| {
+            let (engine, server, tool, args, next) =
+                (engine.clone(), server.to_owned(), tool.to_owned(), args.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut mine = Vec::new();
+                while next.fetch_add(1, Ordering::Relaxed) < n {
+                    let t0 = Instant::now();
+                    let outcome = async {
+                        let rec = engine.run(&server, &tool, args.clone()).await?;
+                        // A question would wait forever here: it ends the lifecycle, as a failure.
+                        engine.wait(&rec.id, waiting).await
+                    }
+                    .await;
+                    mine.push((t0.elapsed(), outcome));
+                }
+                mine
+            })
+        })
+        .collect();
     let mut latencies = Vec::with_capacity(n as usize);
     let mut failed = 0;
     let mut plain = 0;
     let mut usage: Option<CliError> = None;
-    while let Some(joined) = set.join_next().await {
-        let (took, outcome) = joined.map_err(|e| CliError::runtime(format!("a lifecycle panicked: {e}")))?;
-        if let Ok(rec) = &outcome
-            && rec.remote_task_id.is_none()
-            && rec.status.is_terminal()
-        {
-            plain += 1;
-        }
-        match outcome {
-            Ok(rec) if rec.status == TaskStatus::Completed => latencies.push(took),
-            Ok(_) => {
-                failed += 1;
-                latencies.push(took);
+    for runner in runners {
+        let mine = runner.await.map_err(|e| CliError::runtime(format!("a lifecycle panicked: {e}")))?;
+        for (took, outcome) in mine {
+            if let Ok(rec) = &outcome
+                && rec.remote_task_id.is_none()
+                && rec.status.is_terminal()
+            {
+                plain += 1;
             }
-            Err(e) => {
-                let e = CliError::from(e);
-                failed += 1;
-                if e.exit == EXIT_USAGE {
-                    usage.get_or_insert(e);
+            match outcome {
+                Ok(rec) if rec.status == TaskStatus::Completed => latencies.push(took),
+                Ok(_) => {
+                    failed += 1;
+                    latencies.push(took);
+                }
+                Err(e) => {
+                    let e = CliError::from(e);
+                    failed += 1;
+                    if e.exit == EXIT_USAGE {
+                        usage.get_or_insert(e);
+                    }
                 }
             }
         }

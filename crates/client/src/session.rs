@@ -345,8 +345,17 @@ impl Session {
         lock(&self.shared.state).info.clone().expect("a connected session has server info")
     }
 
+    /// Read in place: [`Session::info`] clones the server's capabilities and instructions, and a
+    /// plain call's path asks for the era half a dozen times.
     pub fn era(&self) -> Era {
-        self.info().era
+        self.era_and_tasks().0
+    }
+
+    /// The era, and whether tools can run as tasks here, without cloning [`ServerInfo`].
+    pub(crate) fn era_and_tasks(&self) -> (Era, bool) {
+        let state = lock(&self.shared.state);
+        let info = state.info.as_ref().expect("a connected session has server info");
+        (info.era, info.tasks)
     }
 
     /// The server's process, when its transport runs one.

@@ -228,13 +228,18 @@ impl Engine {
             .map_err(|(path, message)| EngineError::InvalidArguments { tool: tool.into(), path, message })?;
         let key = idempotency_key.map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned);
         let mode = if session.will_run_as_task(&t) { Mode::Task } else { Mode::Call };
-        let created = self.hub.gate.create(NewTask {
-            server: server.into(),
-            tool: tool.into(),
-            arguments: arguments.clone(),
-            idempotency_key: key,
-            mode,
-        });
+        // What may be answered at once has its search row written by its end (`Gate::create`).
+        let search_later = mode == Mode::Call || session.era() == taskdeck_protocol::Era::Modern;
+        let created = self.hub.gate.create(
+            NewTask {
+                server: server.into(),
+                tool: tool.into(),
+                arguments: arguments.clone(),
+                idempotency_key: key,
+                mode,
+            },
+            search_later,
+        );
         let record = match created {
             Ok(r) => r,
             // Another run with this key (a double click) made it while this one looked the tool up.
@@ -311,6 +316,11 @@ impl Engine {
             // Left pending: the server may come back with the next config change.
             self.hub.live.set_stalled(&rec.id, format!("server {:?} is not in the config", rec.server));
             return Ok(rec);
+        }
+        // A 2026-07-28 call is made without its search row, which its end or the next flush
+        // writes; a Taskdeck that stopped in between left a task followed on without one.
+        if rec.era == Some(taskdeck_protocol::Era::Modern) {
+            self.hub.gate.index_later(&rec.id);
         }
         self.hub.register_remote(&rec);
         self.ensure_driver(&rec.id);

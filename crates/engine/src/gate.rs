@@ -45,6 +45,9 @@ pub(crate) struct Gate {
     writing: Mutex<()>,
     /// Tasks whose write the store could not take, and why; nothing more is written for them.
     halted: Mutex<HashMap<String, Halt>>,
+    /// Calls created without their search row (`Store::create_task_unindexed`) and not ended
+    /// since: the next flush writes their rows. Most end first, and their end writes it.
+    unindexed: Mutex<std::collections::HashSet<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -71,6 +74,7 @@ impl Gate {
             deferred: Mutex::default(),
             writing: Mutex::new(()),
             halted: Mutex::default(),
+            unindexed: Mutex::default(),
         }
     }
 
@@ -177,14 +181,36 @@ impl Gate {
         }
     }
 
-    pub fn create(&self, new: NewTask) -> Result<TaskRecord> {
-        let rec = self.store.create_task(new).map_err(|e| match StoreFault::of(&e) {
+    /// Records a new task. With `search_later` (a call the server may answer at once: a plain
+    /// call, or any call in 2026-07-28, where the server decides) its search row waits for its
+    /// end, or the next flush when it runs longer: the commit that must land before the call is
+    /// sent carries only the call, and the row is written once, by the end, rather than twice.
+    /// A legacy task's is written at once: its handle comes at once and it lives for far longer.
+    pub fn create(&self, new: NewTask, search_later: bool) -> Result<TaskRecord> {
+        let created = if search_later { self.store.create_task_unindexed(new) } else { self.store.create_task(new) };
+        let rec = created.map_err(|e| match StoreFault::of(&e) {
             // Nothing was recorded, so there is no task to halt: the command ends with it.
             Some(fault) => self.unwritable(None, Halt { fault, detail: fault_detail(&e) }),
             None => e.into(),
         })?;
+        if search_later {
+            lock(&self.unindexed).insert(rec.id.clone());
+        }
         self.publish(&rec);
         Ok(rec)
+    }
+
+    /// Has the next flush write the task's search row if it has none: for a task picked up
+    /// after a restart that may have come before the flush that would have written it.
+    pub fn index_later(&self, id: &str) {
+        lock(&self.unindexed).insert(id.to_owned());
+    }
+
+    /// The task's end was written, and with it its search row: nothing is left for the flush.
+    fn indexed_if_ended(&self, rec: &TaskRecord) {
+        if rec.status.is_terminal() {
+            lock(&self.unindexed).remove(&rec.id);
+        }
     }
 
     /// Records the server side of a task (its era, and remote id when it is a task).
@@ -234,6 +260,7 @@ impl Gate {
             }
         }
         let rec = self.quietly(id, last.map_err(|e| self.failed(id, e)))?;
+        self.indexed_if_ended(&rec);
         self.publish(&rec);
         Some(rec)
     }
@@ -248,6 +275,7 @@ impl Gate {
         let mut batch = self.take_deferred(id);
         if batch.is_empty() {
             let rec = self.store.apply(id, update).map_err(|e| self.failed(id, e))?;
+            self.indexed_if_ended(&rec);
             self.publish(&rec);
             return Ok(rec);
         }
@@ -262,6 +290,7 @@ impl Gate {
             }
         }
         let rec = last.map_err(|e| self.failed(id, e))?;
+        self.indexed_if_ended(&rec);
         self.publish(&rec);
         Ok(rec)
     }
@@ -368,9 +397,17 @@ impl Gate {
         }
     }
 
-    /// Writes everything that waits, in one transaction.
+    /// Writes everything that waits, in one transaction, and the search rows of the plain calls
+    /// still running.
     pub fn flush(&self) {
         let _writing = lock(&self.writing);
+        let unindexed: Vec<String> = lock(&self.unindexed).drain().collect();
+        if !unindexed.is_empty()
+            && let Err(e) = self.store.index_tasks(&unindexed)
+        {
+            // Only search is behind: each call's end writes its row again.
+            tracing::warn!("running calls could not be indexed for search: {e}");
+        }
         let updates: Vec<(String, Update)> = {
             let mut deferred = lock(&self.deferred);
             let messages = std::mem::take(&mut deferred.messages);
@@ -409,6 +446,11 @@ impl Gate {
     }
 
     fn forget(&self, purged: &[taskdeck_store::Purged]) {
+        let mut unindexed = lock(&self.unindexed);
+        for p in purged {
+            unindexed.remove(&p.id);
+        }
+        drop(unindexed);
         let mut deferred = lock(&self.deferred);
         for p in purged {
             deferred.messages.remove(&p.id);
@@ -457,13 +499,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let gate = Gate::new(Store::open(dir.path().join("t.sqlite3")).unwrap());
         let rec = gate
-            .create(NewTask {
-                server: "s".into(),
-                tool: "t".into(),
-                arguments: json!({}),
-                idempotency_key: "k".into(),
-                mode: Mode::Task,
-            })
+            .create(
+                NewTask {
+                    server: "s".into(),
+                    tool: "t".into(),
+                    arguments: json!({}),
+                    idempotency_key: "k".into(),
+                    mode: Mode::Task,
+                },
+                false,
+            )
             .unwrap();
         (dir, gate, rec)
     }
@@ -622,6 +667,80 @@ mod tests {
         let now = gate.get(&rec.id).unwrap();
         assert_eq!(now.status, TaskStatus::Working, "recorded as it was");
         assert!(published(&mut rx).iter().all(|r| r.status == TaskStatus::Working), "no outcome published");
+    }
+
+    fn call(gate: &Gate, key: &str) -> TaskRecord {
+        gate.create(
+            NewTask {
+                server: "s".into(),
+                tool: "notes_search".into(),
+                arguments: json!({"query": "deploy"}),
+                idempotency_key: key.into(),
+                mode: Mode::Call,
+            },
+            true,
+        )
+        .unwrap()
+    }
+
+    fn found(gate: &Gate, words: &str) -> Vec<String> {
+        let q = taskdeck_store::TaskQuery { search: Some(words.to_owned()), ..Default::default() };
+        gate.store().summaries(&q, &Default::default()).unwrap().items.into_iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn a_plain_call_still_running_at_the_next_flush_is_found_by_search_after_it() {
+        let (_dir, gate, _task) = gate();
+        let rec = call(&gate, "c");
+        assert_eq!(gate.get(&rec.id).unwrap(), rec, "recorded before it is sent");
+        assert!(found(&gate, "deploy").is_empty(), "its search row waits");
+        gate.flush();
+        assert_eq!(found(&gate, "deploy"), [rec.id.as_str()]);
+        assert!(lock(&gate.unindexed).is_empty());
+    }
+
+    #[test]
+    fn a_modern_call_that_became_a_task_is_found_by_search_after_the_next_flush_and_indexed_once() {
+        let (_dir, gate, _task) = gate();
+        let new = NewTask {
+            server: "s".into(),
+            tool: "generate_report".into(),
+            arguments: json!({"topic": "quarterly"}),
+            idempotency_key: "m".into(),
+            mode: Mode::Task,
+        };
+        let rec = gate.create(new, true).unwrap();
+        gate.set_remote(&rec.id, Era::Modern, Some("r-1"), None, Some(500)).unwrap();
+        assert!(found(&gate, "quarterly").is_empty(), "the handle writes no search row");
+        gate.flush();
+        assert_eq!(found(&gate, "quarterly"), [rec.id.as_str()]);
+        // Picked up again after a restart, it has its row already: nothing is written for it.
+        gate.index_later(&rec.id);
+        gate.flush();
+        assert_eq!(found(&gate, "quarterly"), [rec.id.as_str()]);
+        assert!(lock(&gate.unindexed).is_empty());
+    }
+
+    #[test]
+    fn a_plain_call_that_ends_before_the_flush_is_found_by_its_end_and_leaves_the_flush_nothing() {
+        let (_dir, gate, _task) = gate();
+        let answered = call(&gate, "answered");
+        let done = Update::Completed {
+            result: json!({"content": [{"type": "text", "text": "two penguins"}]}),
+            server_status: None,
+        };
+        gate.finish_call(&answered.id, Era::Legacy, done).unwrap();
+        let failed = call(&gate, "failed");
+        let error = taskdeck_store::TaskError { code: None, message: "server went away".into(), reason: None };
+        gate.apply(&failed.id, Update::Failed { error, server_status: None }).unwrap();
+        assert!(lock(&gate.unindexed).is_empty(), "nothing left for the flush");
+        assert_eq!(found(&gate, "penguins"), [answered.id.as_str()]);
+        assert_eq!(found(&gate, "went away"), [failed.id.as_str()]);
+        let mut both = found(&gate, "deploy");
+        both.sort();
+        let mut expected = vec![answered.id, failed.id];
+        expected.sort();
+        assert_eq!(both, expected);
     }
 
     #[test]

@@ -98,6 +98,21 @@ impl Store {
     /// between. The column's `UNIQUE` index (there since the first schema) is the last word: an
     /// insert it refuses is the same [`StoreError::Duplicate`].
     pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+        self.create(new, true)
+    }
+
+    /// [`Store::create_task`] without the task's row in the search index, which
+    /// [`Store::index_tasks`] (or the task's next write that the index holds: a question, an
+    /// answer, its end) writes later. For a plain call answered within milliseconds that row is
+    /// rewritten by the call's end anyway: written at creation too, it cost a third of the
+    /// creation commit's pages (the index's segment, its size and row tables) and the view's query,
+    /// on the path between the user's run and the call going out. What must be on disk before a
+    /// call is sent is the call itself, and that is all here, in the same one commit.
+    pub fn create_task_unindexed(&self, new: NewTask) -> Result<TaskRecord> {
+        self.create(new, false)
+    }
+
+    fn create(&self, new: NewTask, indexed: bool) -> Result<TaskRecord> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing = |tx: &Connection| -> Result<Option<String>> {
@@ -110,21 +125,21 @@ impl Store {
             return Err(StoreError::Duplicate { idempotency_key: new.idempotency_key, existing });
         }
         let id = uuid::Uuid::new_v4().to_string();
-        let now = time::format(&time::now());
+        let at = time::now();
+        let now = time::format(&at);
+        let arguments = new.arguments.to_string();
+        // Parsed from the text written (see the record below), before anything is.
+        let stored_arguments: Value = serde_json::from_str(&arguments).map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            column: "arguments",
+            reason: e.to_string(),
+        })?;
         let inserted = tx
             .prepare_cached(
                 "INSERT INTO tasks (id, server, tool, arguments, idempotency_key, mode, status, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'working', ?7, ?7)",
             )?
-            .execute(params![
-                id,
-                new.server,
-                new.tool,
-                new.arguments.to_string(),
-                new.idempotency_key,
-                new.mode.as_str(),
-                now
-            ]);
+            .execute(params![id, new.server, new.tool, arguments, new.idempotency_key, new.mode.as_str(), now]);
         if let Err(rusqlite::Error::SqliteFailure(e, _)) = &inserted
             && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
             && let Some(existing) = existing(&tx)?
@@ -136,10 +151,65 @@ impl Store {
             "server": new.server, "tool": new.tool, "mode": new.mode, "idempotency_key": new.idempotency_key,
         });
         insert_event(&tx, &id, &now, EventKind::Created, None, Some(TaskStatus::Working), &data)?;
-        crate::search::refresh(&tx, &id)?;
-        let record = load(&tx, &id)?;
+        if indexed {
+            crate::search::refresh(&tx, &id)?;
+        }
         tx.commit()?;
-        Ok(record)
+        // The row holds exactly what was inserted and nothing else (every other column starts
+        // NULL or at its default), so it is not read back: one query fewer on the way to sending
+        // the call. The arguments were parsed from the text written, so they are the value any
+        // later read decodes, to the last bit of a float. `created_freshly_reads_back_as_made`
+        // checks the two agree.
+        Ok(TaskRecord {
+            id,
+            server: new.server,
+            tool: new.tool,
+            arguments: stored_arguments,
+            idempotency_key: new.idempotency_key,
+            mode: new.mode,
+            era: None,
+            remote_task_id: None,
+            status: TaskStatus::Working,
+            status_message: None,
+            progress: None,
+            question: None,
+            questions: Vec::new(),
+            answer: None,
+            answered_keys: Vec::new(),
+            result: None,
+            error: None,
+            ttl_ms: None,
+            poll_interval_ms: None,
+            created_at: at,
+            updated_at: at,
+        })
+    }
+
+    /// Writes the search row of each task that has none ([`Store::create_task_unindexed`] left it
+    /// out, and no write since brought it), in one transaction. A task that has its row is left
+    /// as it is (its own writes keep it current), and one that is gone (deleted meanwhile) is
+    /// skipped.
+    pub fn index_tasks(&self, ids: &[String]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for id in ids {
+            let indexed = tx
+                .prepare_cached("SELECT 1 FROM task_search_rows WHERE task_id = ?1")?
+                .query_row([id], |_| Ok(()))
+                .optional()?
+                .is_some();
+            if indexed {
+                continue;
+            }
+            match exists(&tx, id) {
+                Ok(()) => crate::search::refresh(&tx, id)?,
+                // Deleted meanwhile: there is no task for a search row to name.
+                Err(StoreError::NotFound { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        tx.commit()?;
+        Ok(())
     }
 
     /// The task created under `idempotency_key`, if there is one.
@@ -370,7 +440,8 @@ fn set_remote_in(
         // An engine re-reading the same CreateTaskResult after a restart learns nothing new.
         return Ok(current);
     }
-    let now = time::format(&time::now());
+    let at = time::now();
+    let now = time::format(&at);
     tx.prepare_cached(
         "UPDATE tasks SET era = ?2, remote_task_id = COALESCE(?3, remote_task_id), ttl_ms = ?4,
              poll_interval_ms = ?5, updated_at = ?6
@@ -381,7 +452,18 @@ fn set_remote_in(
         "era": era, "remote_task_id": remote_task_id, "ttl_ms": ttl_ms, "poll_interval_ms": poll_interval_ms,
     });
     log_event(tx, id, &now, EventKind::Remote, Some(current.status), Some(current.status), &data)?;
-    load(tx, id)
+    // The row as just read, with what the UPDATE above set: the same record a read back would
+    // decode (its arguments and any result parsed again), without the read, on every handle and
+    // every plain call's end. `the_remote_task_reads_back_as_recorded` checks the two agree.
+    let mut record = current;
+    record.era = Some(era);
+    if let Some(remote) = remote_task_id {
+        record.remote_task_id = Some(remote.to_owned());
+    }
+    record.ttl_ms = ttl_ms;
+    record.poll_interval_ms = poll_interval_ms;
+    record.updated_at = at;
+    Ok(record)
 }
 
 /// The work of [`Store::apply_batch`] on the caller's transaction, `previous` being the first

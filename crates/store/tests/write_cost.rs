@@ -294,3 +294,85 @@ fn commits_leave_the_checkpoint_to_the_stores_own_thread_which_brings_the_wal_ba
     }
     assert_eq!(f.store.non_terminal().unwrap().len(), 50, "every write is still there");
 }
+
+#[test]
+fn a_plain_calls_creation_commit_leaves_the_search_index_to_its_end_which_makes_it_searchable() {
+    let f = fixture();
+    f.store.checkpoint_inline_for_tests().unwrap();
+    let untouched = index_pages(&f.path);
+    checkpoint(&f.path);
+    let indexed = f.store.create_task(plain_call("indexed")).unwrap();
+    let (_, indexed_pages) = wal_since_checkpoint(&f.path);
+    let with_row = index_pages(&f.path);
+    assert_ne!(with_row, untouched, "a task is indexed as it is made");
+
+    checkpoint(&f.path);
+    let call = f.store.create_task_unindexed(plain_call("call")).unwrap();
+    let (commits, pages) = wal_since_checkpoint(&f.path);
+    assert_eq!(commits, 1, "the call on disk in one commit");
+    assert!(pages < indexed_pages, "{pages} pages against {indexed_pages} with the search row");
+    assert_eq!(index_pages(&f.path), with_row, "the call's creation wrote nothing of the index");
+    assert_eq!(f.store.get(&call.id).unwrap(), call, "recorded before it is sent");
+    assert_eq!(found(&f.store, "notes_search"), [indexed.id.as_str()]);
+
+    // Its end writes its row, with everything the index holds of it.
+    let (_, results) = f
+        .store
+        .set_era_then_apply(&call.id, Era::Legacy, vec![Update::Completed { result: result(), server_status: None }])
+        .unwrap();
+    assert!(results.into_iter().all(|r| r.is_ok()));
+    for words in ["found three notes", "deploy", "notes_search", "demo"] {
+        let mut hits = found(&f.store, words);
+        hits.sort();
+        assert!(hits.contains(&call.id), "{words}: {hits:?}");
+    }
+}
+
+#[test]
+fn a_running_call_left_unindexed_is_indexed_later_and_a_task_gone_meanwhile_is_skipped() {
+    let f = fixture();
+    let running = f.store.create_task_unindexed(plain_call("running")).unwrap();
+    let gone = f.store.create_task_unindexed(plain_call("gone")).unwrap();
+    f.store.apply(&gone.id, Update::Completed { result: result(), server_status: None }).unwrap();
+    f.store.delete_tasks(std::slice::from_ref(&gone.id), PurgeReason::User).unwrap();
+    assert!(found(&f.store, "deploy").is_empty());
+
+    f.store.index_tasks(&[running.id.clone(), gone.id.clone()]).unwrap();
+    assert_eq!(found(&f.store, "deploy"), [running.id.as_str()]);
+    // Again, as a flush after the call's end may, or a resume does: a row already there is left
+    // as it is.
+    checkpoint(&f.path);
+    f.store.index_tasks(std::slice::from_ref(&running.id)).unwrap();
+    assert_eq!(wal_since_checkpoint(&f.path), (0, 0), "nothing written");
+    assert_eq!(found(&f.store, "notes_search"), [running.id.as_str()]);
+}
+
+#[test]
+fn created_freshly_reads_back_as_made() {
+    let f = fixture();
+    let arguments = json!({ "query": "deploy", "limit": 3, "ratio": 0.1, "nested": { "b": [1, 2.5, null], "a": "é" } });
+    for (i, mode) in [Mode::Call, Mode::Task].into_iter().enumerate() {
+        let new = NewTask { arguments: arguments.clone(), mode, ..plain_call(&format!("k{i}")) };
+        let made = f.store.create_task(new.clone()).unwrap();
+        assert_eq!(f.store.get(&made.id).unwrap(), made);
+        let unindexed = f.store.create_task_unindexed(NewTask { idempotency_key: format!("u{i}"), ..new }).unwrap();
+        assert_eq!(f.store.get(&unindexed.id).unwrap(), unindexed);
+    }
+}
+
+#[test]
+fn the_remote_task_reads_back_as_recorded() {
+    let f = fixture();
+    let task = f.store.create_task(new_task("t")).unwrap();
+    let rec = f.store.set_remote(&task.id, Era::Legacy, Some("r-1"), Some(60_000), Some(500)).unwrap();
+    assert_eq!(f.store.get(&task.id).unwrap(), rec);
+    assert_eq!((rec.era, rec.remote_task_id.as_deref()), (Some(Era::Legacy), Some("r-1")));
+    // Again with no remote id: the one recorded stays.
+    let again = f.store.set_remote(&task.id, Era::Modern, None, None, Some(250)).unwrap();
+    assert_eq!(f.store.get(&task.id).unwrap(), again);
+    assert_eq!(again.remote_task_id.as_deref(), Some("r-1"));
+
+    let call = f.store.create_task_unindexed(plain_call("c")).unwrap();
+    let (era, _) = f.store.set_era_then_apply(&call.id, Era::Modern, Vec::new()).unwrap();
+    assert_eq!(f.store.get(&call.id).unwrap(), era.unwrap());
+}
