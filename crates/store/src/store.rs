@@ -30,6 +30,32 @@ struct Inner {
     conn: Mutex<Connection>,
     /// Dropped after the connection: the last to close the file checkpoints it.
     checkpointer: Mutex<Option<crate::checkpoint::Checkpointer>>,
+    /// The integrity check running beside the reads, when open did not wait for it. Dropped after
+    /// the connection, whose busy handler points at it.
+    check: Option<Arc<crate::check::Check>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The check's lock goes (and a check still running stops) before the store's own
+        // connection closes, so that connection is the last and cleans the WAL up.
+        if let Some(check) = &self.check {
+            check.stop();
+        }
+    }
+}
+
+/// Tests only: a store opened with its check holding the write lock but not yet reading; the
+/// check starts when this is released or dropped.
+#[doc(hidden)]
+pub struct CheckHold(Option<std::sync::mpsc::Sender<()>>);
+
+impl CheckHold {
+    pub fn release(mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
 }
 
 const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status, \
@@ -48,14 +74,62 @@ pub(crate) const LIVE: &str = "status IN ('working', 'input_required')";
 impl Store {
     /// Opens (or creates) the store at `path`. A file that is not a blank file or a Taskdeck store
     /// this binary can read is refused and left byte-for-byte as it was.
+    ///
+    /// An up-to-date store is returned while its integrity check (`PRAGMA quick_check`, which
+    /// reads the whole file) still runs, on a connection of its own that holds the file's write
+    /// lock: reads go on meanwhile (a damaged page they meet fails them with
+    /// [`StoreError::Damaged`]); every write waits for the check and, if it fails, is refused with
+    /// the [`StoreError::Damaged`] a refusal at open gives, nothing written. [`Store::checked`]
+    /// waits for the outcome. A store that needs a migration (or anything else written at open) is
+    /// checked before this returns, as before.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        let path = path.as_ref().to_owned();
-        let conn = crate::open::open(&path)?;
+        Self::open_with(path.as_ref(), None)
+    }
+
+    /// Tests only, not part of the interface: [`Store::open`] with the check holding the lock but
+    /// not starting until the [`CheckHold`] is released (a store that is checked at open is
+    /// checked there, and the hold does nothing).
+    #[doc(hidden)]
+    pub fn open_holding_check_for_tests(path: impl AsRef<Path>) -> Result<(Store, CheckHold)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let store = Self::open_with(path.as_ref(), Some(rx))?;
+        Ok((store, CheckHold(Some(tx))))
+    }
+
+    fn open_with(path: &Path, hold: Option<crate::check::Hold>) -> Result<Store> {
+        let path = path.to_owned();
+        let (conn, check) = crate::open::open(&path, hold)?;
+        if let Some(check) = &check {
+            // SAFETY: `Inner` drops the connection before the check (field order).
+            unsafe { check.guard(&conn)? };
+        }
         let checkpointer = crate::checkpoint::Checkpointer::start(&path);
         if checkpointer.is_some() {
             conn.pragma_update(None, "wal_autocheckpoint", crate::checkpoint::BACKSTOP_PAGES)?;
         }
-        Ok(Store { inner: Arc::new(Inner { path, conn: Mutex::new(conn), checkpointer: Mutex::new(checkpointer) }) })
+        let inner = Inner { path, conn: Mutex::new(conn), checkpointer: Mutex::new(checkpointer), check };
+        Ok(Store { inner: Arc::new(inner) })
+    }
+
+    /// Waits for the integrity check of [`Store::open`] if it still runs. `Ok` once the store
+    /// passed it; otherwise the [`StoreError::Damaged`] (naming the file) that every write of
+    /// this store now gets, nothing having been written.
+    pub fn checked(&self) -> Result<()> {
+        match &self.inner.check {
+            Some(check) => check.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the integrity check is over and passed, without waiting.
+    pub fn is_checked(&self) -> bool {
+        self.inner.check.as_ref().is_none_or(|c| c.passed())
+    }
+
+    /// Every write's first step: it waits for the check before it takes the connection, so reads
+    /// go on meanwhile.
+    fn writable(&self) -> Result<()> {
+        self.checked()
     }
 
     /// Tests only, not part of the interface: checkpoints go back to SQLite's own, inside the
@@ -98,6 +172,7 @@ impl Store {
     /// between. The column's `UNIQUE` index (there since the first schema) is the last word: an
     /// insert it refuses is the same [`StoreError::Duplicate`].
     pub fn create_task(&self, new: NewTask) -> Result<TaskRecord> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing = |tx: &Connection| -> Result<Option<String>> {
@@ -162,6 +237,7 @@ impl Store {
         ttl_ms: Option<i64>,
         poll_interval_ms: Option<i64>,
     ) -> Result<TaskRecord> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let record = set_remote_in(&tx, id, era, remote_task_id, ttl_ms, poll_interval_ms)?;
@@ -182,6 +258,7 @@ impl Store {
         updates: Vec<Update>,
     ) -> Result<(Result<TaskRecord>, Vec<Result<TaskRecord>>)> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|u| (id.to_owned(), state::bounded(u))).collect();
+        self.writable()?;
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
         // A refusal (the task ended meanwhile) leaves the updates to be judged on their own, as
@@ -201,6 +278,7 @@ impl Store {
     /// Applies one update in its own transaction and returns the task as it now is.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
         let update = state::bounded(update);
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let (record, searchable) = apply_in(&tx, id, &update, None)?;
@@ -216,6 +294,7 @@ impl Store {
     /// error is for the transaction itself (begin or commit), in which case nothing was written.
     pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|(id, u)| (id, state::bounded(u))).collect();
+        self.writable()?;
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
         let results = apply_in_batch(&mut tx, &updates, None)?;
@@ -320,6 +399,7 @@ impl Store {
     /// Fails every live task nobody has updated for longer than `older_than`, in one transaction,
     /// each with a `reclaimed` event. Returns what it reclaimed and why.
     pub fn reclaim(&self, older_than: Duration) -> Result<Vec<Reclaimed>> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let now = time::now();
