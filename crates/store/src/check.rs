@@ -114,7 +114,7 @@ impl Check {
     /// when the check was done here instead, before anything is written: when the lock is not
     /// free (another process is checking or writing), or the file turned out, under the lock, not
     /// to be at `latest` any more (another process migrated it meanwhile; the caller migrates).
-    pub(crate) fn start(path: &Path, latest: i64, hold: Option<Hold>) -> Result<Option<Arc<Check>>> {
+    pub(crate) fn start(path: &Path, latest: i64, hold: Option<Hold>) -> Result<Option<Running>> {
         // Read-write without create: the file is there (it was just inspected), and only a
         // writable connection can hold the write lock. Opening it writes nothing; the WAL is empty.
         let conn =
@@ -156,7 +156,7 @@ impl Check {
             .spawn(move || run(conn, &report, hold))
             .map_err(|source| StoreError::Io { path: path.to_owned(), source })?;
         *lock(&check.thread) = Some(thread);
-        Ok(Some(check))
+        Ok(Some(Running(check)))
     }
 
     /// The outcome, waiting for it if the check is still running.
@@ -178,9 +178,13 @@ impl Check {
         matches!(*lock(&self.outcome), Some(Outcome::Passed))
     }
 
+    fn released(&self) -> bool {
+        *lock(&self.release.0)
+    }
+
     /// Lets the lock go and waits for the thread; a check still running is stopped, as nobody is
     /// left to hear how it ends.
-    pub(crate) fn stop(&self) {
+    fn stop(&self) {
         let (flag, wake) = &*self.release;
         *lock(flag) = true;
         wake.notify_all();
@@ -210,6 +214,23 @@ impl Check {
     }
 }
 
+/// A check that is stopped (its lock let go, its thread joined) when this is dropped: by the store,
+/// or by an open that failed after the check started.
+pub(crate) struct Running(Arc<Check>);
+
+impl std::ops::Deref for Running {
+    type Target = Check;
+    fn deref(&self) -> &Check {
+        &self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
+}
+
 /// Once the check has passed and the lock is free, a busy connection is another process's doing:
 /// the handler then retries for about the busy timeout, as SQLite's own would.
 const RETRY: Duration = Duration::from_millis(5);
@@ -232,9 +253,19 @@ extern "C" fn busy(arg: *mut c_void, attempts: c_int) -> c_int {
 
 fn run(conn: Connection, check: &Check, hold: Option<Hold>) {
     if let Some(hold) = hold {
-        let _ = hold.recv();
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = hold.recv_timeout(Duration::from_millis(10)) {
+            if check.released() {
+                break;
+            }
+        }
     }
-    let outcome = quick_check(&conn);
+    // An interrupt reaches running statements only: a store dropped before the check began is not
+    // checked at all.
+    let outcome = if check.released() {
+        Outcome::Failed(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT), "the store was closed".to_owned())
+    } else {
+        quick_check(&conn)
+    };
     let passed = matches!(outcome, Outcome::Passed);
     if passed {
         // The lock goes before anyone hears the news, so a woken writer finds it free.

@@ -7,11 +7,9 @@ use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use std::sync::Arc;
-
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
-use crate::check::{Check, Hold};
+use crate::check::{Check, Hold, Running};
 use crate::error::{Result, StoreError};
 use crate::migrations::{LATEST, MIGRATIONS};
 use crate::private_fs;
@@ -35,8 +33,8 @@ enum Verdict {
 }
 
 /// Opens the file; the check, when it runs beside the reads ([`crate::check`]), comes with it,
-/// and is already holding the write lock. `hold` (tests only) keeps that check from starting.
-pub(crate) fn open(path: &Path, hold: Option<Hold>) -> Result<(Connection, Option<Arc<Check>>)> {
+/// already holding the write lock (and is stopped if the open fails after all).
+pub(crate) fn open(path: &Path, hold: Option<Hold>) -> Result<(Connection, Option<Running>)> {
     let verdict = inspect(path)?;
     create_private(path)?;
     // Before the store's own connection: the lock is the check's before anything could write.

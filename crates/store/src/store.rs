@@ -32,17 +32,7 @@ struct Inner {
     checkpointer: Mutex<Option<crate::checkpoint::Checkpointer>>,
     /// The integrity check running beside the reads, when open did not wait for it. Dropped after
     /// the connection, whose busy handler points at it.
-    check: Option<Arc<crate::check::Check>>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        // The check's lock goes (and a check still running stops) before the store's own
-        // connection closes, so that connection is the last and cleans the WAL up.
-        if let Some(check) = &self.check {
-            check.stop();
-        }
-    }
+    check: Option<crate::check::Running>,
 }
 
 /// Tests only: a store opened with its check holding the write lock but not yet reading; the
@@ -98,9 +88,13 @@ impl Store {
 
     fn open_with(path: &Path, hold: Option<crate::check::Hold>) -> Result<Store> {
         let path = path.to_owned();
-        let (conn, check) = crate::open::open(&path, hold)?;
+        let opened = crate::open::open(&path, hold)?;
+        // Bound in this order so that on an error below the connection is dropped first.
+        let check = opened.1;
+        let conn = opened.0;
         if let Some(check) = &check {
-            // SAFETY: `Inner` drops the connection before the check (field order).
+            // SAFETY: the connection is dropped before the check: here (above), and in `Inner`
+            // (field order).
             unsafe { check.guard(&conn)? };
         }
         let checkpointer = crate::checkpoint::Checkpointer::start(&path);
