@@ -54,18 +54,39 @@ fn damage(path: &Path, table: &str) {
     std::fs::write(path, &data).unwrap();
 }
 
+fn assert_unchanged(path: &Path, before: &(Vec<u8>, Option<Vec<u8>>)) {
+    let now = on_disk(path);
+    assert_eq!(now.1.as_ref().map(Vec::len), before.1.as_ref().map(Vec::len), "the WAL (its length)");
+    assert!(now.1 == before.1, "the WAL was written to");
+    assert_eq!(now.0.len(), before.0.len(), "the file's length");
+    let first = now.0.iter().zip(&before.0).position(|(a, b)| a != b);
+    assert_eq!(first, None, "the store was written to (first changed byte)");
+}
+
 fn first_page(store: &Store) -> taskdeck_store::Result<Vec<taskdeck_store::TaskRecord>> {
     Ok(store.records(&TaskQuery::default(), &PageRequest { before: None, limit: Some(50) })?.items)
 }
 
-/// Starts `create_task` on a thread; the receiver gets its outcome.
-fn write_in_background(store: &Store, key: &str) -> mpsc::Receiver<taskdeck_store::Result<taskdeck_store::TaskRecord>> {
+type Outcome<T> = mpsc::Receiver<taskdeck_store::Result<T>>;
+
+/// Runs `work` on a clone of the store on a thread; the receiver gets its outcome, and the
+/// handle says when the thread (and its clone of the store) is gone.
+fn in_background<T: Send + 'static>(
+    store: &Store,
+    work: impl FnOnce(&Store) -> taskdeck_store::Result<T> + Send + 'static,
+) -> (Outcome<T>, std::thread::JoinHandle<()>) {
     let (tx, rx) = mpsc::channel();
-    let (store, task) = (store.clone(), new_task(key));
-    std::thread::spawn(move || {
-        let _ = tx.send(store.create_task(task));
+    let store = store.clone();
+    let thread = std::thread::spawn(move || {
+        let _ = tx.send(work(&store));
     });
-    rx
+    (rx, thread)
+}
+
+/// Starts `create_task` on a thread.
+fn write_in_background(store: &Store, key: &str) -> (Outcome<taskdeck_store::TaskRecord>, std::thread::JoinHandle<()>) {
+    let task = new_task(key);
+    in_background(store, move |s| s.create_task(task))
 }
 
 fn assert_damaged_naming(err: &StoreError, path: &Path) {
@@ -91,7 +112,7 @@ fn the_first_page_is_read_while_the_check_has_not_finished() {
 fn a_write_during_the_check_waits_for_it_and_then_succeeds_on_a_sound_store() {
     let (_dir, path) = closed_store(5);
     let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
-    let outcome = write_in_background(&store, "during");
+    let (outcome, _writer) = write_in_background(&store, "during");
     assert!(outcome.recv_timeout(SETTLE).is_err(), "the write went on before the check ended");
     // Reads go on while the write waits: it waits without holding the store's connection.
     let (tx, read) = mpsc::channel();
@@ -165,18 +186,11 @@ fn a_damaged_store_found_after_a_read_went_on_is_refused_with_nothing_written() 
     let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
     let page = first_page(&store).unwrap();
     assert_eq!(page.len(), 40, "a page away from the damage reads as it is");
-    let create = write_in_background(&store, "never");
-    let apply = {
-        let (tx, rx) = mpsc::channel();
-        let (s, id) = (store.clone(), page[0].id.clone());
-        std::thread::spawn(move || {
-            let _ = tx.send(s.apply(
-                &id,
-                Update::Status { status: taskdeck_store::TaskStatus::Working, message: None, server_status: None },
-            ));
-        });
-        rx
-    };
+    let (create, creator) = write_in_background(&store, "never");
+    let id = page[0].id.clone();
+    let (apply, applier) = in_background(&store, move |s| {
+        s.apply(&id, Update::Status { status: taskdeck_store::TaskStatus::Working, message: None, server_status: None })
+    });
     assert!(create.recv_timeout(SETTLE).is_err(), "the write did not wait for the check");
     hold.release();
 
@@ -189,9 +203,12 @@ fn a_damaged_store_found_after_a_read_went_on_is_refused_with_nothing_written() 
     // Nor does a write that goes straight to SQL get through.
     assert!(store.set_pinned(&page[1].id, true).is_err());
     assert!(store.create_task(new_task("later")).is_err());
+    // The last clone of the store is what closes the file.
+    creator.join().unwrap();
+    applier.join().unwrap();
     drop(store);
 
-    assert!(on_disk(&path) == before, "the damaged store was written to");
+    assert_unchanged(&path, &before);
     let names: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["taskdeck.sqlite3".to_owned()], "opening left files behind");
@@ -209,7 +226,7 @@ fn a_read_that_meets_the_damaged_page_fails_instead_of_finding_nothing() {
     hold.release();
     assert_damaged_naming(&store.checked().unwrap_err(), &path);
     drop(store);
-    assert!(on_disk(&path) == before, "the damaged store was written to");
+    assert_unchanged(&path, &before);
 }
 
 #[test]
@@ -220,8 +237,45 @@ fn a_store_dropped_before_its_check_ends_writes_nothing_and_opens_again() {
     assert_eq!(first_page(&store).unwrap().len(), 10);
     drop(hold);
     drop(store);
-    assert!(on_disk(&path) == before);
+    assert_unchanged(&path, &before);
     let again = Store::open(&path).unwrap();
     again.checked().unwrap();
     again.create_task(new_task("next")).unwrap();
+}
+
+const CHILD_ENV: &str = "TASKDECK_CHECK_CHILD_STORE";
+
+/// Run as a child process by the test below: tries to take the write lock of the store named in
+/// the environment, and says what happened.
+#[test]
+fn child_process_that_tries_to_write() {
+    let Some(path) = std::env::var_os(CHILD_ENV) else { return };
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.busy_timeout(Duration::from_millis(300)).unwrap();
+    match conn.execute_batch("BEGIN IMMEDIATE; UPDATE tasks SET status_message = 'child' WHERE 0; COMMIT") {
+        Ok(()) => println!("CHILD-WROTE"),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => println!("CHILD-BUSY"),
+        Err(e) => println!("CHILD-ERROR {e}"),
+    }
+}
+
+fn child_tries_to_write(path: &Path) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_process_that_tries_to_write", "--test-threads=1", "--nocapture", "--quiet"])
+        .env(CHILD_ENV, path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    stdout.lines().find(|l| l.starts_with("CHILD-")).unwrap_or("no answer").to_owned()
+}
+
+#[test]
+fn another_process_cannot_write_while_the_check_runs_and_can_once_it_passed() {
+    let (_dir, path) = closed_store(3);
+    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    assert_eq!(child_tries_to_write(&path), "CHILD-BUSY");
+    hold.release();
+    store.checked().unwrap();
+    assert_eq!(child_tries_to_write(&path), "CHILD-WROTE");
 }
