@@ -111,34 +111,28 @@ pub(crate) type Hold = std::sync::mpsc::Receiver<()>;
 
 impl Check {
     /// Takes the write lock on a connection of its own and starts the check on a thread. `None`
-    /// when the check was done here instead, before anything is written: when the lock is not
-    /// free (another process is checking or writing), or the file turned out, under the lock, not
-    /// to be at `latest` any more (another process migrated it meanwhile; the caller migrates).
+    /// when the caller is to check the file before opening it, as for any store that needs
+    /// writing at open: when the lock is not free (another opener's check, or a short write:
+    /// waiting for a check would cost what checking costs), or the file turned out, under the
+    /// lock, to have frames in its WAL or not to be at `latest` (another process wrote it between
+    /// the inspection and the lock).
     pub(crate) fn start(path: &Path, latest: i64, hold: Option<Hold>) -> Result<Option<Running>> {
         // Read-write without create: the file is there (it was just inspected), and only a
-        // writable connection can hold the write lock. Opening it writes nothing; the WAL is empty.
+        // writable connection can hold the write lock. Opening it writes nothing; nor does closing
+        // it, as it never checkpoints: were it the last connection to close, with a WAL another
+        // process filled, closing would otherwise copy that WAL into a file not yet checked.
         let conn =
             Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
         drop_modules(&conn)?;
-        // Not waiting: a lock held elsewhere is another opener's check (or a short write), and
-        // waiting for a check would cost what checking costs.
         conn.busy_timeout(Duration::ZERO)?;
         match conn.execute_batch("BEGIN IMMEDIATE") {
             Ok(()) => {}
-            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => {
-                // Checked now, as before this module: on a read snapshot, which writes nothing.
-                conn.busy_timeout(crate::open::BUSY_TIMEOUT)?;
-                quick_check(&conn).to_result(path)?;
-                return Ok(None);
-            }
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => return Ok(None),
             Err(e) => return Err(e.into()),
         }
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != latest {
-            // Under the lock still, so nothing was written in between; the caller migrates.
-            let outcome = quick_check(&conn);
-            drop(conn);
-            outcome.to_result(path)?;
+        if version != latest || !crate::open::wal_is_empty(path) {
             return Ok(None);
         }
         let release = Arc::new((Mutex::new(false), Condvar::new()));
@@ -183,8 +177,8 @@ impl Check {
     }
 
     /// Lets the lock go and waits for the thread; a check still running is stopped, as nobody is
-    /// left to hear how it ends.
-    fn stop(&self) {
+    /// left to hear how it ends. Once stopped, stopping again does nothing.
+    pub(crate) fn stop(&self) {
         let (flag, wake) = &*self.release;
         *lock(flag) = true;
         wake.notify_all();

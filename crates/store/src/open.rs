@@ -39,7 +39,13 @@ pub(crate) fn open(path: &Path, hold: Option<Hold>) -> Result<(Connection, Optio
     create_private(path)?;
     // Before the store's own connection: the lock is the check's before anything could write.
     let check = match verdict {
-        Verdict::CheckBeside => Check::start(path, LATEST, hold)?,
+        Verdict::CheckBeside => match Check::start(path, LATEST, hold)? {
+            Some(running) => Some(running),
+            None => {
+                check_now(path)?;
+                None
+            }
+        },
         Verdict::Checked => None,
     };
 
@@ -187,7 +193,7 @@ fn hot_journal(path: &Path) -> bool {
 
 /// Frames left in the WAL (a process killed before its last connection closed): opening copies
 /// them into the file at the first checkpoint, so such a store is checked before it is opened.
-fn wal_is_empty(path: &Path) -> bool {
+pub(crate) fn wal_is_empty(path: &Path) -> bool {
     let mut name = path.as_os_str().to_owned();
     name.push("-wal");
     match std::fs::metadata(Path::new(&name)) {
@@ -230,6 +236,13 @@ fn inspect_sqlite(path: &Path, wal: bool) -> Result<Verdict> {
         0 => Err(foreign(format!("no application id and unknown tables: {}", preview(&objects)))),
         other => Err(foreign(format!("application id {other:#010x}, Taskdeck's is {APPLICATION_ID:#010x}"))),
     }
+}
+
+/// [`check_integrity`] on a connection of its own, read-only.
+fn check_now(path: &Path) -> Result<()> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    check_integrity(&conn, path)
 }
 
 /// `PRAGMA quick_check`, read-only, before the first write: a store with a damaged page must be

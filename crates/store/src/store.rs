@@ -35,6 +35,16 @@ struct Inner {
     check: Option<crate::check::Running>,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The check's connection (which never checkpoints) closes first, so the store's own is
+        // the last to close and takes the emptied WAL away with it.
+        if let Some(check) = &self.check {
+            check.stop();
+        }
+    }
+}
+
 /// Tests only: a store opened with its check holding the write lock but not yet reading; the
 /// check starts when this is released or dropped.
 #[doc(hidden)]

@@ -279,3 +279,36 @@ fn another_process_cannot_write_while_the_check_runs_and_can_once_it_passed() {
     store.checked().unwrap();
     assert_eq!(child_tries_to_write(&path), "CHILD-WROTE");
 }
+
+#[test]
+fn a_damaged_store_with_frames_in_its_wal_is_refused_at_open_with_nothing_written() {
+    // Frames in the WAL would be copied into the file by the first checkpoint: such a store is
+    // checked before it is opened.
+    let (_dir, path) = closed_store(20);
+    damage(&path, "task_search_data");
+    let writer = raw(&path);
+    writer.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true).unwrap();
+    writer.execute("UPDATE tasks SET status_message = 'left in the WAL'", []).unwrap();
+    drop(writer);
+    let before = on_disk(&path);
+    assert!(before.1.as_ref().is_some_and(|w| !w.is_empty()), "the WAL holds frames");
+
+    let err = Store::open(&path).err().expect("a damaged store was opened");
+    assert_damaged_naming(&err, &path);
+    assert_unchanged(&path, &before);
+}
+
+#[test]
+fn a_damaged_store_whose_lock_another_connection_holds_is_refused_at_open() {
+    // Its check runs at open then (waiting for the lock would cost what checking costs).
+    let (_dir, path) = closed_store(20);
+    damage(&path, "task_search_data");
+    let before = on_disk(&path).0;
+    let other = raw(&path);
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = Store::open(&path).err().expect("a damaged store was opened");
+    assert_damaged_naming(&err, &path);
+    other.execute_batch("ROLLBACK").unwrap();
+    drop(other);
+    assert!(on_disk(&path).0 == before, "the damaged store was written to");
+}
