@@ -100,7 +100,7 @@ pub(crate) struct Check {
     outcome: Mutex<Option<Outcome>>,
     ended: Condvar,
     /// Set when the store is dropped: the thread lets go of the lock (and a running check stops).
-    release: Arc<(Mutex<bool>, Condvar)>,
+    release: (Mutex<bool>, Condvar),
     interrupt: InterruptHandle,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
@@ -135,12 +135,11 @@ impl Check {
         if version != latest || !crate::open::wal_is_empty(path) {
             return Ok(None);
         }
-        let release = Arc::new((Mutex::new(false), Condvar::new()));
         let check = Arc::new(Check {
             path: path.to_owned(),
             outcome: Mutex::new(None),
             ended: Condvar::new(),
-            release: release.clone(),
+            release: (Mutex::new(false), Condvar::new()),
             interrupt: conn.get_interrupt_handle(),
             thread: Mutex::new(None),
         });
@@ -179,7 +178,7 @@ impl Check {
     /// Lets the lock go and waits for the thread; a check still running is stopped, as nobody is
     /// left to hear how it ends. Once stopped, stopping again does nothing.
     pub(crate) fn stop(&self) {
-        let (flag, wake) = &*self.release;
+        let (flag, wake) = &self.release;
         *lock(flag) = true;
         wake.notify_all();
         if lock(&self.outcome).is_none() {
@@ -270,7 +269,7 @@ fn run(conn: Connection, check: &Check, hold: Option<Hold>) {
     }
     publish(check, outcome);
     // A store found damaged (or not checked to the end) keeps the lock until it is dropped.
-    let (flag, wake) = &*check.release;
+    let (flag, wake) = &check.release;
     let mut released = lock(flag);
     while !*released {
         released = wake.wait(released).unwrap_or_else(|p| p.into_inner());
