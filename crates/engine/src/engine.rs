@@ -83,10 +83,10 @@ impl Engine {
         }
         let lock = DataDirLock::acquire(&paths.data_dir)?;
         let store_path = paths.store_file();
-        // The engine starts servers and resumes tasks as soon as it is open, before any write of
-        // the store would wait for its integrity check: it waits here, so a damaged store is
-        // refused before anything is sent, as it always was.
-        let store = tokio::task::spawn_blocking(move || Store::open(store_path).and_then(|s| s.checked().map(|()| s)))
+        // Checked before it returns: the engine starts servers and resumes tasks as soon as it is
+        // open, before any write of the store would wait for a check running beside the reads, so
+        // a damaged store is refused before anything is sent.
+        let store = tokio::task::spawn_blocking(move || Store::open_checked(store_path))
             .await
             .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
         let hub = Hub::new(store, paths, opts, config, lock);

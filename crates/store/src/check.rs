@@ -167,10 +167,6 @@ impl Check {
         }
     }
 
-    pub(crate) fn passed(&self) -> bool {
-        matches!(*lock(&self.outcome), Some(Outcome::Passed))
-    }
-
     fn released(&self) -> bool {
         *lock(&self.release.0)
     }

@@ -32,21 +32,33 @@ enum Verdict {
     CheckBeside,
 }
 
-/// Opens the file; the check, when it runs beside the reads ([`crate::check`]), comes with it,
-/// already holding the write lock (and is stopped if the open fails after all).
-pub(crate) fn open(path: &Path, hold: Option<Hold>) -> Result<(Connection, Option<Running>)> {
+/// Where the integrity check of a store that needs nothing written at open runs.
+pub(crate) enum Checking {
+    /// Beside the reads ([`crate::check`]); the hold (tests only) keeps it from starting.
+    Beside(Option<Hold>),
+    /// Before the open returns.
+    First,
+}
+
+/// Opens the file; the check, when it runs beside the reads, comes with it, already holding the
+/// write lock (and is stopped if the open fails after all).
+pub(crate) fn open(path: &Path, checking: Checking) -> Result<(Connection, Option<Running>)> {
     let verdict = inspect(path)?;
     create_private(path)?;
     // Before the store's own connection: the lock is the check's before anything could write.
-    let check = match verdict {
-        Verdict::CheckBeside => match Check::start(path, LATEST, hold)? {
+    let check = match (verdict, checking) {
+        (Verdict::CheckBeside, Checking::First) => {
+            check_now(path)?;
+            None
+        }
+        (Verdict::CheckBeside, Checking::Beside(hold)) => match Check::start(path, LATEST, hold)? {
             Some(running) => Some(running),
             None => {
                 check_now(path)?;
                 None
             }
         },
-        Verdict::Checked => None,
+        (Verdict::Checked, _) => None,
     };
 
     let mut conn = Connection::open(path)?;

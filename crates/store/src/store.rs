@@ -83,7 +83,14 @@ impl Store {
     /// waits for the outcome. A store that needs a migration (or anything else written at open) is
     /// checked before this returns, as before.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        Self::open_with(path.as_ref(), None)
+        Self::open_with(path.as_ref(), crate::open::Checking::Beside(None))
+    }
+
+    /// [`Store::open`] for a caller that would wait for the check before anything else (the
+    /// engine: it starts servers and resumes tasks at once): the check runs first, on a read-only
+    /// connection, holding no lock, so other processes' writes are not held up by it.
+    pub fn open_checked(path: impl AsRef<Path>) -> Result<Store> {
+        Self::open_with(path.as_ref(), crate::open::Checking::First)
     }
 
     /// Tests only, not part of the interface: [`Store::open`] with the check holding the lock but
@@ -92,13 +99,13 @@ impl Store {
     #[doc(hidden)]
     pub fn open_holding_check_for_tests(path: impl AsRef<Path>) -> Result<(Store, CheckHold)> {
         let (tx, rx) = std::sync::mpsc::channel();
-        let store = Self::open_with(path.as_ref(), Some(rx))?;
+        let store = Self::open_with(path.as_ref(), crate::open::Checking::Beside(Some(rx)))?;
         Ok((store, CheckHold(Some(tx))))
     }
 
-    fn open_with(path: &Path, hold: Option<crate::check::Hold>) -> Result<Store> {
+    fn open_with(path: &Path, checking: crate::open::Checking) -> Result<Store> {
         let path = path.to_owned();
-        let opened = crate::open::open(&path, hold)?;
+        let opened = crate::open::open(&path, checking)?;
         // Bound in this order so that on an error below the connection is dropped first.
         let check = opened.1;
         let conn = opened.0;
@@ -123,11 +130,6 @@ impl Store {
             Some(check) => check.wait(),
             None => Ok(()),
         }
-    }
-
-    /// Whether the integrity check is over and passed, without waiting.
-    pub fn is_checked(&self) -> bool {
-        self.inner.check.as_ref().is_none_or(|c| c.passed())
     }
 
     /// Every write's first step: it waits for the check before it takes the connection, so reads
