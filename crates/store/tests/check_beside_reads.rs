@@ -107,6 +107,24 @@ fn the_first_page_is_read_while_the_check_has_not_finished() {
 }
 
 #[test]
+fn the_counts_are_read_while_the_check_has_not_finished() {
+    // The app asks for the first page and the counts together: neither may wait for the check's lock.
+    let (_dir, path) = closed_store(7);
+    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (tx, counted) = mpsc::channel();
+    let counter = store.clone();
+    std::thread::spawn(move || {
+        let all = counter.counts(&TaskQuery::default()).map(|c| (c.completed, c.total));
+        let searched = TaskQuery { search: Some("tides".into()), ..TaskQuery::default() };
+        let _ = tx.send(all.and_then(|all| Ok((all, counter.counts(&searched)?.total))));
+    });
+    let counted = counted.recv_timeout(Duration::from_secs(5)).map(|r| r.unwrap());
+    hold.release();
+    assert_eq!(counted, Ok(((7, 7), 7)), "the counts waited for the check");
+    store.checked().unwrap();
+}
+
+#[test]
 fn a_write_during_the_check_waits_for_it_and_then_succeeds_on_a_sound_store() {
     let (_dir, path) = closed_store(5);
     let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
