@@ -84,6 +84,18 @@ fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
     })
 }
 
+/// What the history's reads use, as soon as the store is open (see `AppState::reader`); the
+/// engine's start-up error, as every other command reports it, when there is no engine.
+async fn reader(state: &State<'_, AppState>) -> Result<taskdeck_engine::Reader> {
+    match state.reader().await {
+        Some(reader) => Ok(reader),
+        None => Err(CommandError::new(
+            ErrorCode::EngineUnavailable,
+            state.startup_error().unwrap_or("the task engine is not running").to_owned(),
+        )),
+    }
+}
+
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -120,8 +132,12 @@ pub enum AnswerAction {
     Cancel,
 }
 
+// `app_info`, `list_servers` and `get_settings` are asked for at start-up: async, so that waiting
+// for the engine does not hold up the main thread, and with it the first paint.
 #[tauri::command]
-pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+    // The engine's outcome, so that a store the check finds damaged shows its banner.
+    state.settled().await;
     Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         config_path: state.paths.config.display().to_string(),
@@ -136,8 +152,9 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
 }
 
 #[tauri::command]
-pub fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    Ok(engine(&state)?.servers())
+pub async fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
+    // None is started before the engine is ready: the config's servers as they stand.
+    Ok(reader(&state).await?.servers())
 }
 
 #[tauri::command]
@@ -397,7 +414,8 @@ fn release_startup_memory() {
 /// The settings as `settings.json` holds them (the defaults without it). A file that cannot be
 /// read fails with code `settings`, naming it; it is never written over.
 #[tauri::command]
-pub fn get_settings(state: State<'_, AppState>) -> Result<taskdeck_engine::Settings> {
+pub async fn get_settings(state: State<'_, AppState>) -> Result<taskdeck_engine::Settings> {
+    state.settled().await;
     Ok(engine(&state)?.settings()?)
 }
 
@@ -582,7 +600,7 @@ pub async fn task_page(
     cursor: Option<crate::history::PageCursor>,
     limit: u32,
 ) -> Result<crate::history::TaskPage> {
-    let store = engine(&state)?.store().clone();
+    let store = reader(&state).await?.store().clone();
     blocking(move || crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
@@ -592,9 +610,9 @@ pub async fn task_counts(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
 ) -> Result<taskdeck_store::StatusCounts> {
-    let engine = engine(&state)?.clone();
+    let store = reader(&state).await?.store().clone();
     let query = filter.query()?;
-    blocking(move || Ok(engine.counts(&query)?)).await
+    blocking(move || Ok(store.counts(&query).map_err(EngineError::from)?)).await
 }
 
 /// Where `search` matched in each of these tasks (the rows on screen).
@@ -604,7 +622,7 @@ pub async fn search_snippets(
     ids: Vec<String>,
     search: String,
 ) -> Result<Vec<crate::history::Snippet>> {
-    let store = engine(&state)?.store().clone();
+    let store = reader(&state).await?.store().clone();
     blocking(move || crate::history::snippets(&store, &ids, &search)).await
 }
 
@@ -616,7 +634,7 @@ pub async fn task_matches(
     filter: crate::history::TaskFilter,
     ids: Vec<String>,
 ) -> Result<Vec<String>> {
-    let store = engine(&state)?.store().clone();
+    let store = reader(&state).await?.store().clone();
     blocking(move || crate::history::matching(&store, &filter, &ids)).await
 }
 
