@@ -96,6 +96,29 @@ async fn reader(state: &State<'_, AppState>) -> Result<taskdeck_engine::Reader> 
     }
 }
 
+/// Runs a read of the history off the async threads, on the store as soon as it is open. A read
+/// that met a damaged page while the store's check ran ends as the check does: with the engine's
+/// start-up error, as every command reports it for a store refused at open.
+async fn read<T: Send + 'static>(
+    state: &State<'_, AppState>,
+    f: impl FnOnce(taskdeck_store::Store) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let store = reader(state).await?.store().clone();
+    match blocking(move || f(store)).await {
+        Err(e) if e.code == ErrorCode::Damaged => {
+            state.settled().await;
+            Err(match state.engine() {
+                Some(_) => e,
+                None => CommandError::new(
+                    ErrorCode::EngineUnavailable,
+                    state.startup_error().unwrap_or("the task engine is not running").to_owned(),
+                ),
+            })
+        }
+        done => done,
+    }
+}
+
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -600,8 +623,7 @@ pub async fn task_page(
     cursor: Option<crate::history::PageCursor>,
     limit: u32,
 ) -> Result<crate::history::TaskPage> {
-    let store = reader(&state).await?.store().clone();
-    blocking(move || crate::history::page(&store, &filter, cursor, limit as usize)).await
+    read(&state, move |store| crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
@@ -610,9 +632,8 @@ pub async fn task_counts(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
 ) -> Result<taskdeck_store::StatusCounts> {
-    let store = reader(&state).await?.store().clone();
     let query = filter.query()?;
-    blocking(move || Ok(store.counts(&query).map_err(EngineError::from)?)).await
+    read(&state, move |store| Ok(store.counts(&query).map_err(EngineError::from)?)).await
 }
 
 /// Where `search` matched in each of these tasks (the rows on screen).
@@ -622,8 +643,7 @@ pub async fn search_snippets(
     ids: Vec<String>,
     search: String,
 ) -> Result<Vec<crate::history::Snippet>> {
-    let store = reader(&state).await?.store().clone();
-    blocking(move || crate::history::snippets(&store, &ids, &search)).await
+    read(&state, move |store| crate::history::snippets(&store, &ids, &search)).await
 }
 
 /// Which of these tasks (just changed) are in the list under `filter` now: how the list keeps a
@@ -634,8 +654,7 @@ pub async fn task_matches(
     filter: crate::history::TaskFilter,
     ids: Vec<String>,
 ) -> Result<Vec<String>> {
-    let store = reader(&state).await?.store().clone();
-    blocking(move || crate::history::matching(&store, &filter, &ids)).await
+    read(&state, move |store| crate::history::matching(&store, &filter, &ids)).await
 }
 
 /// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its
