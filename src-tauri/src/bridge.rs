@@ -1,5 +1,6 @@
-//! The engine inside the app: opened (and pending tasks resumed) before the window shows them, its
-//! events forwarded to the webview in batches of at most one per animation frame.
+//! The engine inside the app: its store read for the first page while the store's check runs, the
+//! engine (and pending tasks resumed) once it passed, its events forwarded to the webview in
+//! batches of at most one per animation frame.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -7,10 +8,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 use taskdeck_engine::config::{Config, ConfigStamp, Paths, next_config_change};
-use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, ServerStatus, TaskRecord};
+use taskdeck_engine::{Engine, EngineEvent, EngineOptions, LogLine, Reader, ServerStatus, TaskRecord};
 use taskdeck_protocol::question::Asks;
 use taskdeck_store::{PageRequest, Purged, QuestionBrief, SUMMARY_MESSAGE_CHARS, TaskQuery};
 use tauri::{AppHandle, Emitter, Manager};
+use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::RecvError;
 use ts_rs::TS;
 
@@ -200,6 +202,8 @@ pub struct AppState {
     pub paths: Paths,
     /// Filled once by the thread that opens the engine (see [`AppState::opening`]).
     opened: Arc<OnceLock<Opened>>,
+    /// The reads served while the engine waits for its store's check (see [`AppState::reader`]).
+    early: Arc<Early>,
     pub ui: Mutex<UiState>,
     /// Flushes the log file; taken and dropped on the way out, since Tauri exits without dropping state.
     pub log_guard: Mutex<Option<taskdeck_engine::logs::WorkerGuard>>,
@@ -214,20 +218,72 @@ struct Opened {
     config_error: Mutex<Option<String>>,
 }
 
+/// Where start-up stands for the reads: they are served from the store as soon as it is open,
+/// while its integrity check runs, and from the engine's outcome once that is known.
+#[derive(Default)]
+struct Early {
+    phase: Mutex<Phase>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+enum Phase {
+    #[default]
+    Opening,
+    /// The store is open and its check runs: reads only, nothing started, nothing written.
+    Readable(Reader),
+    /// [`AppState::opened`] is filled: the engine's reads, or its start-up error.
+    Over,
+}
+
+impl Early {
+    fn set(&self, phase: Phase) {
+        let mut now = self.phase.lock().unwrap_or_else(|p| p.into_inner());
+        // Once over, a late `Readable` would serve reads of a store the engine refused.
+        if !matches!(*now, Phase::Over) {
+            *now = phase;
+        }
+        self.changed.notify_all();
+    }
+
+    /// The reader while the check runs; `None` once start-up is over (or `Err` still opening).
+    fn now(&self) -> std::result::Result<Option<Reader>, ()> {
+        match &*self.phase.lock().unwrap_or_else(|p| p.into_inner()) {
+            Phase::Opening => Err(()),
+            Phase::Readable(reader) => Ok(Some(reader.clone())),
+            Phase::Over => Ok(None),
+        }
+    }
+
+    fn wait(&self) -> Option<Reader> {
+        let mut phase = self.phase.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match &*phase {
+                Phase::Opening => phase = self.changed.wait(phase).unwrap_or_else(|p| p.into_inner()),
+                Phase::Readable(reader) => return Some(reader.clone()),
+                Phase::Over => return None,
+            }
+        }
+    }
+}
+
 impl AppState {
     /// Opens the engine and resumes what a previous run left (a broken config starts it with no
-    /// servers and shows the error instead), on a thread of its own, so the webview loads its page and scripts
-    /// meanwhile: opening a big store checks every page of it (`PRAGMA quick_check`, most of a
-    /// second at 100,000 tasks), which then overlaps WebKit's own start instead of coming before
-    /// it, and GTK's and the plugins' start too. Manage the state, then [`Opener::start`] what
-    /// follows the engine. Every command waits for it.
+    /// servers and shows the error instead), on a thread of its own, so the webview loads its page
+    /// and scripts meanwhile, and GTK and the plugins start. The store is readable as soon as it
+    /// is open: its integrity check (`PRAGMA quick_check`, which reads the whole file: 0.3–0.4 s
+    /// at 100,000 tasks) runs beside the first page's reads ([`AppState::reader`]); the engine,
+    /// which starts servers, resumes tasks and writes, exists only once the check passed. Manage
+    /// the state, then [`Opener::start`] what follows the engine. Every other command waits for
+    /// the engine, or for its start-up error.
     pub fn opening(paths: Paths) -> (AppState, Opener) {
         let state = AppState::empty(paths);
         let opening = {
             let paths = state.paths.clone();
-            std::thread::Builder::new().name("engine-open".into()).spawn(move || open_engine(&paths))
+            let early = state.early.clone();
+            std::thread::Builder::new().name("engine-open".into()).spawn(move || open_engine(&paths, &early))
         };
-        let opener = Opener { opening, slot: state.opened.clone() };
+        let opener = Opener { opening, slot: state.opened.clone(), early: state.early.clone() };
         (state, opener)
     }
 
@@ -235,6 +291,7 @@ impl AppState {
         AppState {
             paths,
             opened: Arc::new(OnceLock::new()),
+            early: Arc::default(),
             ui: Mutex::new(UiState::default()),
             log_guard: Mutex::new(None),
         }
@@ -243,6 +300,20 @@ impl AppState {
     /// Waits for the start-up, if it is still opening the store.
     fn opened(&self) -> &Opened {
         self.opened.wait()
+    }
+
+    /// Waits for the start-up's outcome without holding up an async thread: call it before the
+    /// accessors below in an async command (a sync one runs on the main thread, and waiting
+    /// there for the store's check would hold the first paint back).
+    pub async fn settled(&self) {
+        if self.opened.get().is_some() {
+            return;
+        }
+        let slot = self.opened.clone();
+        let _ = tauri::async_runtime::spawn_blocking(move || {
+            slot.wait();
+        })
+        .await;
     }
 
     /// The engine, once open: `None` when it could not start ([`AppState::startup_error`] says why).
@@ -258,35 +329,68 @@ impl AppState {
     pub fn config_error(&self) -> &Mutex<Option<String>> {
         &self.opened().config_error
     }
+
+    /// What the history's reads use: the store as soon as it is open, while its check runs, then
+    /// the engine's. `None` when there is no engine ([`AppState::startup_error`] says why): a
+    /// store the check finds damaged ends the reads there too, as a store refused at open does.
+    /// Waits (off the async threads) only while the store is being opened.
+    pub async fn reader(&self) -> Option<Reader> {
+        let early = match self.early.now() {
+            Ok(early) => early,
+            Err(()) => {
+                let waiting = self.early.clone();
+                tauri::async_runtime::spawn_blocking(move || waiting.wait()).await.ok().flatten()
+            }
+        };
+        if early.is_some() {
+            return early;
+        }
+        self.settled().await;
+        self.engine().map(Engine::reader)
+    }
+}
+
+/// What [`Opener::start`]'s `ready` gets: the engine, and its events since before it resumed
+/// anything (the first page may have been read before, so nothing resume wrote may be missed).
+pub struct Started<'a> {
+    pub engine: &'a Engine,
+    pub events: broadcast::Receiver<EngineEvent>,
 }
 
 /// Opens the engine of an [`AppState::opening`].
 pub struct Opener {
-    opening: std::io::Result<std::thread::JoinHandle<Opened>>,
+    opening: std::io::Result<std::thread::JoinHandle<(Opened, Option<broadcast::Receiver<EngineEvent>>)>>,
     slot: Arc<OnceLock<Opened>>,
+    early: Arc<Early>,
 }
 
 impl Opener {
     /// Waits for the engine on a thread of its own, then runs `ready` on it with the engine before
-    /// any command can reach it, so what it subscribes to misses nothing a command could read;
-    /// nothing it does may wait for a command.
-    pub fn start(self, ready: impl FnOnce(Option<&Engine>) + Send + 'static) {
-        let Opener { opening, slot } = self;
+    /// any command but the reads can reach it, so what it subscribes to misses nothing a command
+    /// could read; nothing it does may wait for a command.
+    pub fn start(self, ready: impl FnOnce(Option<Started<'_>>) + Send + 'static) {
+        let Opener { opening, slot, early } = self;
         let filled = slot.clone();
+        let over = early.clone();
         let work = move || {
             // A panic must still fill the slot: every command waits for it.
             let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let opened = match opening {
+                let (opened, events) = match opening {
                     Ok(thread) => thread.join().unwrap_or_else(|_| {
                         tracing::error!("the engine's start-up stopped");
-                        Opened::failed("the task engine stopped while it started".to_owned())
+                        (Opened::failed("the task engine stopped while it started".to_owned()), None)
                     }),
                     Err(e) => {
                         tracing::error!("no thread to open the engine on: {e}");
-                        Opened::failed(format!("the task engine could not start: {e}"))
+                        (Opened::failed(format!("the task engine could not start: {e}")), None)
                     }
                 };
-                ready(opened.engine.as_ref());
+                let started = match (opened.engine.as_ref(), events) {
+                    (Some(engine), Some(events)) => Some(Started { engine, events }),
+                    (Some(engine), None) => Some(Started { engine, events: engine.subscribe() }),
+                    (None, _) => None,
+                };
+                ready(started);
                 opened
             }))
             .unwrap_or_else(|_| {
@@ -294,10 +398,12 @@ impl Opener {
                 Opened::failed("the task engine stopped while it started".to_owned())
             });
             let _ = filled.set(opened);
+            over.set(Phase::Over);
         };
         if let Err(e) = std::thread::Builder::new().name("engine-start".into()).spawn(work) {
             tracing::error!("no thread to open the engine on: {e}");
             let _ = slot.set(Opened::failed(format!("the task engine could not start: {e}")));
+            early.set(Phase::Over);
         }
     }
 }
@@ -308,28 +414,41 @@ impl Opened {
     }
 }
 
-fn open_engine(paths: &Paths) -> Opened {
+/// The store opened for reading (handed to `early` while its check runs), then the engine once
+/// the check passed, subscribed to before it resumes what a previous run left.
+fn open_engine(paths: &Paths, early: &Early) -> (Opened, Option<broadcast::Receiver<EngineEvent>>) {
     let (config, config_error) = match Config::load(paths) {
         Ok(c) => (c, None),
         Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
     };
     let opened = tauri::async_runtime::block_on(async {
-        let engine = Engine::open_with_config(paths.clone(), EngineOptions::default(), config).await?;
+        let opening = Engine::open_readable(paths.clone(), EngineOptions::default(), config).await?;
+        early.set(Phase::Readable(opening.reader()));
+        let engine = opening.ready().await?;
+        let events = engine.subscribe();
         engine.resume().await?;
-        Ok::<_, taskdeck_engine::EngineError>(engine)
+        Ok::<_, taskdeck_engine::EngineError>((engine, events))
     });
     match opened {
-        Ok(e) => Opened { engine: Some(e), startup_error: None, config_error: Mutex::new(config_error) },
+        Ok((e, events)) => {
+            (Opened { engine: Some(e), startup_error: None, config_error: Mutex::new(config_error) }, Some(events))
+        }
         Err(e) => {
             tracing::error!(code = %e.code(), "the engine did not start: {e}");
-            Opened { engine: None, startup_error: Some(e.to_string()), config_error: Mutex::new(config_error) }
+            // The reads end with the start-up error, as for a store refused at open: the reader
+            // (and the data directory it holds) goes once the slot is filled.
+            (Opened { engine: None, startup_error: Some(e.to_string()), config_error: Mutex::new(config_error) }, None)
         }
     }
 }
 
 /// Forwards engine events to the webview, coalesced per frame. Runs for the life of the app.
-pub fn forward_events(app: AppHandle, engine: Engine, on_task: impl Fn(&TaskRecord) + Send + 'static) {
-    let mut rx = engine.subscribe();
+pub fn forward_events(
+    app: AppHandle,
+    engine: Engine,
+    mut rx: broadcast::Receiver<EngineEvent>,
+    on_task: impl Fn(&TaskRecord) + Send + 'static,
+) {
     // Subscribed first, so a pin made meanwhile is not lost between the read and the events.
     let pinned =
         match engine.summaries(&TaskQuery { pinned: Some(true), ..TaskQuery::default() }, &PageRequest::default()) {
@@ -409,6 +528,48 @@ mod tests {
 
     fn task(id: &str, message: &str) -> TaskRecord {
         crate::testing::record(serde_json::json!({"id": id, "status_message": message}))
+    }
+
+    fn temp_paths(dir: &std::path::Path) -> Paths {
+        Paths { config: dir.join("no-servers.json"), data_dir: dir.join("data") }
+    }
+
+    #[test]
+    fn the_reads_are_served_from_the_store_and_then_from_the_engine_once_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let (state, opener) = AppState::opening(temp_paths(dir.path()));
+        let (tx, started) = std::sync::mpsc::channel();
+        opener.start(move |s| {
+            let _ = tx.send(s.is_some());
+        });
+        let reader = tauri::async_runtime::block_on(state.reader()).expect("no reads while the store opened");
+        assert_eq!(reader.store().counts(&TaskQuery::default()).unwrap().total, 0);
+        assert!(!reader.servers().is_empty(), "the default config's demo server");
+        assert_eq!(started.recv_timeout(Duration::from_secs(20)), Ok(true));
+        tauri::async_runtime::block_on(state.settled());
+        assert_eq!(state.startup_error(), None);
+        let engine = state.engine().expect("an engine").clone();
+        let later = tauri::async_runtime::block_on(state.reader()).expect("no reads once the engine started");
+        assert_eq!(later.servers(), engine.servers());
+        drop((reader, later));
+        tauri::async_runtime::block_on(engine.shutdown());
+    }
+
+    #[test]
+    fn the_reads_fail_with_the_start_up_error_when_the_engine_cannot_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = temp_paths(dir.path());
+        let holder = tauri::async_runtime::block_on(Engine::open(paths.clone(), EngineOptions::default())).unwrap();
+        let (state, opener) = AppState::opening(paths);
+        let (tx, started) = std::sync::mpsc::channel();
+        opener.start(move |s| {
+            let _ = tx.send(s.is_some());
+        });
+        assert!(tauri::async_runtime::block_on(state.reader()).is_none(), "reads of a store not opened");
+        assert_eq!(started.recv_timeout(Duration::from_secs(20)), Ok(false));
+        assert!(state.engine().is_none());
+        assert!(state.startup_error().is_some_and(|e| !e.is_empty()));
+        tauri::async_runtime::block_on(holder.shutdown());
     }
 
     #[test]

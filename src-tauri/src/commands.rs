@@ -84,6 +84,41 @@ fn engine<'a>(state: &'a State<'_, AppState>) -> Result<&'a Engine> {
     })
 }
 
+/// What the history's reads use, as soon as the store is open (see `AppState::reader`); the
+/// engine's start-up error, as every other command reports it, when there is no engine.
+async fn reader(state: &State<'_, AppState>) -> Result<taskdeck_engine::Reader> {
+    match state.reader().await {
+        Some(reader) => Ok(reader),
+        None => Err(CommandError::new(
+            ErrorCode::EngineUnavailable,
+            state.startup_error().unwrap_or("the task engine is not running").to_owned(),
+        )),
+    }
+}
+
+/// Runs a read of the history off the async threads, on the store as soon as it is open. A read
+/// that met a damaged page while the store's check ran ends as the check does: with the engine's
+/// start-up error, as every command reports it for a store refused at open.
+async fn read<T: Send + 'static>(
+    state: &State<'_, AppState>,
+    f: impl FnOnce(taskdeck_store::Store) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let store = reader(state).await?.store().clone();
+    match blocking(move || f(store)).await {
+        Err(e) if e.code == ErrorCode::Damaged => {
+            state.settled().await;
+            Err(match state.engine() {
+                Some(_) => e,
+                None => CommandError::new(
+                    ErrorCode::EngineUnavailable,
+                    state.startup_error().unwrap_or("the task engine is not running").to_owned(),
+                ),
+            })
+        }
+        done => done,
+    }
+}
+
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -120,8 +155,12 @@ pub enum AnswerAction {
     Cancel,
 }
 
+// `app_info`, `list_servers` and `get_settings` are asked for at start-up: async, so that waiting
+// for the engine does not hold up the main thread, and with it the first paint.
 #[tauri::command]
-pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
+    // The engine's outcome, so that a store the check finds damaged shows its banner.
+    state.settled().await;
     Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").to_owned(),
         config_path: state.paths.config.display().to_string(),
@@ -136,8 +175,9 @@ pub fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
 }
 
 #[tauri::command]
-pub fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
-    Ok(engine(&state)?.servers())
+pub async fn list_servers(state: State<'_, AppState>) -> Result<Vec<ServerStatus>> {
+    // None is started before the engine is ready: the config's servers as they stand.
+    Ok(reader(&state).await?.servers())
 }
 
 #[tauri::command]
@@ -397,7 +437,8 @@ fn release_startup_memory() {
 /// The settings as `settings.json` holds them (the defaults without it). A file that cannot be
 /// read fails with code `settings`, naming it; it is never written over.
 #[tauri::command]
-pub fn get_settings(state: State<'_, AppState>) -> Result<taskdeck_engine::Settings> {
+pub async fn get_settings(state: State<'_, AppState>) -> Result<taskdeck_engine::Settings> {
+    state.settled().await;
     Ok(engine(&state)?.settings()?)
 }
 
@@ -582,8 +623,7 @@ pub async fn task_page(
     cursor: Option<crate::history::PageCursor>,
     limit: u32,
 ) -> Result<crate::history::TaskPage> {
-    let store = engine(&state)?.store().clone();
-    blocking(move || crate::history::page(&store, &filter, cursor, limit as usize)).await
+    read(&state, move |store| crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
@@ -592,9 +632,8 @@ pub async fn task_counts(
     state: State<'_, AppState>,
     filter: crate::history::TaskFilter,
 ) -> Result<taskdeck_store::StatusCounts> {
-    let engine = engine(&state)?.clone();
     let query = filter.query()?;
-    blocking(move || Ok(engine.counts(&query)?)).await
+    read(&state, move |store| Ok(store.counts(&query).map_err(EngineError::from)?)).await
 }
 
 /// Where `search` matched in each of these tasks (the rows on screen).
@@ -604,8 +643,7 @@ pub async fn search_snippets(
     ids: Vec<String>,
     search: String,
 ) -> Result<Vec<crate::history::Snippet>> {
-    let store = engine(&state)?.store().clone();
-    blocking(move || crate::history::snippets(&store, &ids, &search)).await
+    read(&state, move |store| crate::history::snippets(&store, &ids, &search)).await
 }
 
 /// Which of these tasks (just changed) are in the list under `filter` now: how the list keeps a
@@ -616,8 +654,7 @@ pub async fn task_matches(
     filter: crate::history::TaskFilter,
     ids: Vec<String>,
 ) -> Result<Vec<String>> {
-    let store = engine(&state)?.store().clone();
-    blocking(move || crate::history::matching(&store, &filter, &ids)).await
+    read(&state, move |store| crate::history::matching(&store, &filter, &ids)).await
 }
 
 /// Deletes what `scope` names, as the CLI's `delete` does: a task still running is refused with its

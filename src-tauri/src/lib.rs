@@ -31,8 +31,9 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
     let log_guard = start_logging(&paths);
     let instance_id = single_instance_id(&paths);
     let window_state = window::state_plugin(&paths.data_dir);
-    // The store is opened and pending tasks resumed while GTK, the plugins and the webview start:
-    // every command waits for both, so the first paint still shows them.
+    // The store is opened while GTK, the plugins and the webview start, and read for the first
+    // page while its check runs; pending tasks are resumed once it passed, and every batch from
+    // then on reaches the page.
     let (mut state, opener) = bridge::AppState::opening(paths.clone());
     state.log_guard = std::sync::Mutex::new(log_guard);
     tauri::Builder::default()
@@ -55,7 +56,7 @@ pub fn run(paths: Paths) -> tauri::Result<()> {
         .setup(move |app| {
             let handle = app.handle().clone();
             let hooked = handle.clone();
-            opener.start(move |engine| hook_up(&hooked, engine));
+            opener.start(move |started| hook_up(&hooked, started));
             window::build_main(&handle, &paths)?;
             // A desktop without a tray still gets the window; closing it then asks to quit instead.
             // The pause is read from the file: the engine may still be opening.
@@ -101,10 +102,11 @@ fn start_logging(paths: &Paths) -> Option<taskdeck_engine::logs::WorkerGuard> {
 }
 
 /// What follows the engine for the life of the app, set up on the thread that opened it, before
-/// any command can reach it (see `AppState::opening`): nothing here may wait for a command.
-fn hook_up(app: &tauri::AppHandle, engine: Option<&taskdeck_engine::Engine>) {
-    notify::load_settings(app, engine);
-    let Some(engine) = engine else { return };
+/// any command but the reads can reach it (see `AppState::opening`): nothing here may wait for a
+/// command.
+fn hook_up(app: &tauri::AppHandle, started: Option<bridge::Started<'_>>) {
+    notify::load_settings(app, started.as_ref().map(|s| s.engine));
+    let Some(bridge::Started { engine, events }) = started else { return };
     notify::seed(app, engine);
     notify::follow_settings(app.clone(), engine.clone());
     // After the first paint, not beside it: a pass holds the store for its length (a second or
@@ -117,7 +119,7 @@ fn hook_up(app: &tauri::AppHandle, engine: Option<&taskdeck_engine::Engine>) {
     });
     bridge::watch_config(app.clone(), engine.clone());
     let handle = app.clone();
-    bridge::forward_events(app.clone(), engine.clone(), move |task| notify::on_task(&handle, task));
+    bridge::forward_events(app.clone(), engine.clone(), events, move |task| notify::on_task(&handle, task));
 }
 
 pub(crate) fn focus_main(app: &tauri::AppHandle) {

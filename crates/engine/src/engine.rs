@@ -76,22 +76,73 @@ impl Engine {
     /// Like [`Engine::open`] with a config the caller loaded. The desktop app uses it to start with
     /// no servers when the config file is broken, show the error, and pick up the fix with
     /// [`Engine::reload_config`].
-    pub async fn open_with_config(paths: Paths, mut opts: EngineOptions, config: Config) -> Result<Engine> {
+    pub async fn open_with_config(paths: Paths, opts: EngineOptions, config: Config) -> Result<Engine> {
+        // Checked before it returns: a caller with an engine starts servers and resumes tasks at
+        // once, so it would wait for the check anyway, and checking first (read-only, holding no
+        // lock) holds up no other process's writes meanwhile.
+        let engine = Self::assemble(paths, opts, config, Store::open_checked).await?;
+        engine.watch_sign_ins();
+        Ok(engine)
+    }
+
+    /// [`Engine::open_with_config`] in two steps, for a front end that shows the history before
+    /// the store's integrity check is over (the desktop app: the check reads the whole file). The
+    /// [`Opening`] reads the store and the servers as the config names them at once, while the
+    /// check runs beside; [`Opening::ready`] waits for it and only then returns the engine, so
+    /// nothing that starts a server, resumes a task or writes the store exists before the check
+    /// passed. A damaged store found by the check fails `ready` with the error
+    /// [`Engine::open_with_config`] gives at open.
+    pub async fn open_readable(paths: Paths, opts: EngineOptions, config: Config) -> Result<Opening> {
+        Ok(Opening { engine: Self::assemble(paths, opts, config, Store::open).await? })
+    }
+
+    /// Tests only, not part of the interface: [`Engine::open_readable`] with the store's check
+    /// holding the write lock but not reading until the hold is released.
+    #[doc(hidden)]
+    pub async fn open_readable_holding_check_for_tests(
+        paths: Paths,
+        opts: EngineOptions,
+        config: Config,
+    ) -> Result<(Opening, taskdeck_store::CheckHold)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let open = move |path: std::path::PathBuf| {
+            let (store, hold) = Store::open_holding_check_for_tests(path)?;
+            let _ = tx.send(hold);
+            Ok(store)
+        };
+        let engine = Self::assemble(paths, opts, config, open).await?;
+        let hold = rx
+            .try_recv()
+            .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })?;
+        Ok((Opening { engine }, hold))
+    }
+
+    /// The data directory's lock, the store as `open_store` opens it, the servers (none started)
+    /// and the settings: an engine that has not started anything, nor followed sign-ins.
+    async fn assemble(
+        paths: Paths,
+        mut opts: EngineOptions,
+        config: Config,
+        open_store: impl FnOnce(std::path::PathBuf) -> taskdeck_store::Result<Store> + Send + 'static,
+    ) -> Result<Engine> {
         if opts.models.is_empty() {
             // The user's providers (settings.json's `models`), unless the caller brought its own.
             opts.models = crate::sampling::configured::from_settings(&paths.data_dir);
         }
         let lock = DataDirLock::acquire(&paths.data_dir)?;
         let store_path = paths.store_file();
-        let store = tokio::task::spawn_blocking(move || Store::open(store_path))
+        let store = tokio::task::spawn_blocking(move || open_store(store_path))
             .await
             .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
         let hub = Hub::new(store, paths, opts, config, lock);
         hub.servers.sign_ins.set_data_dir(hub.paths.data_dir.clone());
         let settings = Arc::new(crate::settings::SettingsFile::in_dir(&hub.paths.data_dir));
-        let engine = Engine { hub, settings, sign_ins: Default::default() };
-        engine.watch_sign_ins();
-        Ok(engine)
+        Ok(Engine { hub, settings, sign_ins: Default::default() })
+    }
+
+    /// What may be read of this engine without it: the store and the servers' statuses.
+    pub fn reader(&self) -> Reader {
+        Reader { hub: self.hub.clone() }
     }
 
     pub fn paths(&self) -> &Paths {
@@ -653,6 +704,52 @@ impl Engine {
             s.shutdown().await;
         }
         lock(&self.hub.lock).take();
+    }
+}
+
+/// An engine whose store is readable while its integrity check runs ([`Engine::open_readable`]).
+/// It holds the data directory; dropping it lets go of that and stops the check.
+pub struct Opening {
+    engine: Engine,
+}
+
+impl Opening {
+    /// The store and the servers, for the reads a front end serves before the engine is ready.
+    pub fn reader(&self) -> Reader {
+        self.engine.reader()
+    }
+
+    /// Waits for the store's integrity check and returns the engine once it passed (servers then
+    /// start on first use; call [`Engine::resume`], as after [`Engine::open`]). A store the check
+    /// found damaged is the [`EngineError`] a refusal at open gives, naming the file; nothing was
+    /// written to it, no server started and no task resumed.
+    pub async fn ready(self) -> Result<Engine> {
+        let store = self.engine.store().clone();
+        tokio::task::spawn_blocking(move || store.checked())
+            .await
+            .map_err(|e| EngineError::ServerUnavailable { server: "store".into(), reason: e.to_string() })??;
+        self.engine.watch_sign_ins();
+        Ok(self.engine)
+    }
+}
+
+/// What a front end may read of an engine before it is ready, and after: the store and the
+/// servers as they stand (none started before [`Opening::ready`]). Nothing here starts a server
+/// or writes. A reader keeps the engine's state, the data directory's lock included, alive: drop
+/// it once the engine is ready or refused.
+#[derive(Clone)]
+pub struct Reader {
+    hub: Arc<Hub>,
+}
+
+impl Reader {
+    pub fn store(&self) -> &Store {
+        self.hub.gate.store()
+    }
+
+    /// Every configured server, in config order, as [`Engine::servers`] lists them.
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        self.hub.servers.all().iter().map(|s| s.status()).collect()
     }
 }
 

@@ -50,8 +50,8 @@ mod validate;
 
 pub use config::{ServerConfig, ServerSettings, UnreadableEntry};
 pub use engine::{
-    AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, SIGN_IN_CANCELLED, SignInOutcome, ToolInfo,
-    is_waiting_for_answer,
+    AnswerInput, CANCELLED_BY_USER, Engine, EngineEvent, EngineOptions, Opening, Reader, SIGN_IN_CANCELLED,
+    SignInOutcome, ToolInfo, is_waiting_for_answer,
 };
 pub use error::{EngineError, ErrorCode, Result, StoreFault};
 pub use history::{ExportFormat, PruneReport};

@@ -361,8 +361,9 @@ impl Store {
         let guard = self.conn();
         // One snapshot for every statement below: what is taken away was counted in the same
         // store as what it is taken from, whoever writes meanwhile. Read only, so it ends with a
-        // rollback when dropped.
-        let conn = guard.unchecked_transaction()?;
+        // rollback when dropped; deferred (not the connection's IMMEDIATE), so it never waits for
+        // the write lock, which the open's integrity check holds while the first page is counted.
+        let conn = rusqlite::Transaction::new_unchecked(&guard, rusqlite::TransactionBehavior::Deferred)?;
         let Some(mut clause) = Clause::of(query, false)? else { return Ok(StatusCounts::default()) };
         let Some(fts) = clause.search.take() else { return tally(&conn, "tasks AS t", &clause, true) };
         let Some(share) = first_matches(&conn, &fts)? else {

@@ -5,6 +5,7 @@
 //! change is one transaction that updates the task row and appends its event together; WAL lets
 //! the CLI and the UI read while the engine writes; and a file that is not ours is never touched.
 
+mod check;
 mod checkpoint;
 mod error;
 mod history;
@@ -28,7 +29,7 @@ pub use hosted::{HostedTaskRow, MAX_HOSTED_PER_SERVER};
 pub use open::APPLICATION_ID;
 pub use sessions::HttpSession;
 pub use state::{Attempt, EVENTS_PER_TASK, Update, can_transition, taskdeck_status};
-pub use store::Store;
+pub use store::{CheckHold, Store};
 pub use task::{
     Answer, EventKind, FailureReason, ListFilter, Mode, NewTask, Progress, Question, Reclaimed, TaskError, TaskEvent,
     TaskRecord, dropped_message,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};
 
+use crate::check::{Check, Hold, Running};
 use crate::error::{Result, StoreError};
 use crate::migrations::{LATEST, MIGRATIONS};
 use crate::private_fs;
@@ -20,11 +21,45 @@ const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Long enough to ride out another process's checkpoint or migration, short enough that a wedged
 /// peer surfaces as an error rather than a hang.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-pub(crate) fn open(path: &Path) -> Result<Connection> {
-    inspect(path)?;
+/// What [`inspect`] found a file fit for.
+enum Verdict {
+    /// Blank, or a store checked already: open and migrate.
+    Checked,
+    /// An up-to-date store in WAL mode with an empty WAL: nothing to migrate and nothing to
+    /// checkpoint, so nothing writes to it until the first write, which waits for the check.
+    CheckBeside,
+}
+
+/// Where the integrity check of a store that needs nothing written at open runs.
+pub(crate) enum Checking {
+    /// Beside the reads ([`crate::check`]); the hold (tests only) keeps it from starting.
+    Beside(Option<Hold>),
+    /// Before the open returns.
+    First,
+}
+
+/// Opens the file; the check, when it runs beside the reads, comes with it, already holding the
+/// write lock (and is stopped if the open fails after all).
+pub(crate) fn open(path: &Path, checking: Checking) -> Result<(Connection, Option<Running>)> {
+    let verdict = inspect(path)?;
     create_private(path)?;
+    // Before the store's own connection: the lock is the check's before anything could write.
+    let check = match (verdict, checking) {
+        (Verdict::CheckBeside, Checking::First) => {
+            check_now(path)?;
+            None
+        }
+        (Verdict::CheckBeside, Checking::Beside(hold)) => match Check::start(path, LATEST, hold)? {
+            Some(running) => Some(running),
+            None => {
+                check_now(path)?;
+                None
+            }
+        },
+        (Verdict::Checked, _) => None,
+    };
 
     let mut conn = Connection::open(path)?;
     conn.busy_timeout(BUSY_TIMEOUT)?;
@@ -45,10 +80,14 @@ pub(crate) fn open(path: &Path) -> Result<Connection> {
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
 
-    migrate(&mut conn, path)?;
+    // A store checked beside the reads is at LATEST (read under the check's lock): migrating would
+    // only wait for that lock.
+    if check.is_none() {
+        migrate(&mut conn, path)?;
+    }
     let app_id: i32 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
     debug_assert_eq!(app_id, APPLICATION_ID, "the first migration sets the application id");
-    Ok(conn)
+    Ok((conn, check))
 }
 
 /// How often a migration that failed is tried again from where the file then is.
@@ -118,30 +157,33 @@ fn user_version(conn: &Connection) -> Result<i64> {
 }
 
 /// Refuses, without writing, any file that is not blank and not a store this binary can migrate.
-fn inspect(path: &Path) -> Result<()> {
+fn inspect(path: &Path) -> Result<Verdict> {
     let io_err = |source| StoreError::Io { path: path.to_owned(), source };
     // Before opening: opening a named pipe to read waits for a writer, forever.
     match private_fs::check_regular(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Checked),
         r => r.map_err(io_err)?,
     }
     let mut file = match std::fs::File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Verdict::Checked),
         Err(e) => return Err(io_err(e)),
     };
     let mut header = Vec::with_capacity(100);
     (&mut file).take(100).read_to_end(&mut header).map_err(io_err)?;
     drop(file);
     if header.is_empty() {
-        return Ok(());
+        return Ok(Verdict::Checked);
     }
     let not_sqlite = |reason: String| StoreError::NotSqlite { path: path.to_owned(), reason };
     if header.len() < 100 || !header.starts_with(SQLITE_MAGIC) {
         return Err(not_sqlite("no SQLite header".to_owned()));
     }
 
-    match inspect_sqlite(path) {
+    // Bytes 18 and 19 (the file format's write and read versions) are 2 in WAL mode. A store in
+    // another mode is switched to WAL at open, which writes its header: it is checked first.
+    let wal = header[18] == 2 && header[19] == 2;
+    match inspect_sqlite(path, wal) {
         // A process killed mid-write (Taskdeck's own first open included, while it switched a new
         // file to WAL) leaves a hot rollback journal, which a read-only connection cannot roll
         // back: every later open would fail the same way, for good. Rolling it back is what any
@@ -149,7 +191,7 @@ fn inspect(path: &Path) -> Result<()> {
         // it; then the file is looked at afresh.
         Err(StoreError::Sqlite(e)) if e.sqlite_error_code() == Some(ErrorCode::ReadOnly) && hot_journal(path) => {
             Connection::open(path)?.query_row("SELECT count(*) FROM sqlite_schema", [], |_| Ok(()))?;
-            inspect_sqlite(path)
+            inspect_sqlite(path, wal)
         }
         other => other,
     }
@@ -161,8 +203,19 @@ fn hot_journal(path: &Path) -> bool {
     std::fs::metadata(Path::new(&name)).is_ok_and(|m| m.len() > 0)
 }
 
+/// Frames left in the WAL (a process killed before its last connection closed): opening copies
+/// them into the file at the first checkpoint, so such a store is checked before it is opened.
+pub(crate) fn wal_is_empty(path: &Path) -> bool {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    match std::fs::metadata(Path::new(&name)) {
+        Ok(m) => m.len() == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}
+
 /// The checks of [`inspect`] that need SQLite, on a file that has a SQLite header.
-fn inspect_sqlite(path: &Path) -> Result<()> {
+fn inspect_sqlite(path: &Path, wal: bool) -> Result<Verdict> {
     let not_sqlite = |reason: String| StoreError::NotSqlite { path: path.to_owned(), reason };
     // Read-only, so no pragma or hot-journal recovery of ours can change the file.
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
@@ -188,47 +241,34 @@ fn inspect_sqlite(path: &Path) -> Result<()> {
         APPLICATION_ID if version > LATEST => {
             Err(StoreError::TooNew { path: path.to_owned(), found: version, supported: LATEST })
         }
-        APPLICATION_ID => check_integrity(&conn, path),
-        0 if objects.is_empty() && version == 0 => Ok(()),
+        APPLICATION_ID if version == LATEST && wal && wal_is_empty(path) => Ok(Verdict::CheckBeside),
+        APPLICATION_ID => check_integrity(&conn, path).map(|()| Verdict::Checked),
+        0 if objects.is_empty() && version == 0 => Ok(Verdict::Checked),
         0 if objects.is_empty() => Err(foreign(format!("no application id but user_version {version}"))),
         0 => Err(foreign(format!("no application id and unknown tables: {}", preview(&objects)))),
         other => Err(foreign(format!("application id {other:#010x}, Taskdeck's is {APPLICATION_ID:#010x}"))),
     }
 }
 
+/// [`check_integrity`] on a connection of its own, read-only.
+fn check_now(path: &Path) -> Result<()> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    check_integrity(&conn, path)
+}
+
 /// `PRAGMA quick_check`, read-only, before the first write: a store with a damaged page must be
 /// refused before a task is recorded in it, let alone sent to a server. It reads every page once,
-/// so it runs at open only.
-///
-/// Every page of the search index's tables is checked with the rest, but not the index's own
-/// consistency: SQLite 3.44 and later also ask each virtual table to check itself, and FTS5 then
-/// walks every posting list of the index, which was most of the check's time (1.1 s of a 1.2 s
-/// open at 100,000 tasks, against 0.45 s without it) and grows with the text stored. Without the
-/// modules on this connection SQLite skips that step.
+/// so it runs at open only; for a store that needs nothing written at open it runs beside the
+/// reads instead ([`crate::check`]), with the same modules left out.
 fn check_integrity(conn: &Connection, path: &Path) -> Result<()> {
-    const SHOWN: usize = 3;
-    let damaged = |reason: String| StoreError::Damaged { path: Some(path.to_owned()), reason };
-    // SAFETY: the handle is this connection's own and outlives the call; a null keep-list is
-    // documented as "drop every module". No statement of this connection is running, and none
-    // it runs later uses a virtual table.
-    let dropped = unsafe { rusqlite::ffi::sqlite3_drop_modules(conn.handle(), std::ptr::null_mut()) };
-    if dropped != rusqlite::ffi::SQLITE_OK {
-        return Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(dropped), None)));
-    }
-    let problems: Vec<String> = match conn
-        .prepare(&format!("PRAGMA quick_check({SHOWN})"))
-        .and_then(|mut st| st.query_map([], |r| r.get(0))?.collect())
-    {
-        Ok(rows) => rows,
-        Err(e) if matches!(e.sqlite_error_code(), Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)) => {
-            return Err(damaged(e.to_string()));
+    crate::check::drop_modules(conn)?;
+    match crate::check::quick_check(conn) {
+        crate::check::Outcome::Passed => Ok(()),
+        crate::check::Outcome::Damaged(reason) => Err(StoreError::Damaged { path: Some(path.to_owned()), reason }),
+        crate::check::Outcome::Failed(code, message) => {
+            Err(StoreError::Sqlite(rusqlite::Error::SqliteFailure(code, Some(message))))
         }
-        Err(e) => return Err(StoreError::Sqlite(e)),
-    };
-    match problems.as_slice() {
-        [ok] if ok == "ok" => Ok(()),
-        [] => Err(damaged("the integrity check returned nothing".to_owned())),
-        _ => Err(damaged(problems.join("; "))),
     }
 }
 

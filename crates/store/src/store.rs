@@ -30,6 +30,32 @@ struct Inner {
     conn: Mutex<Connection>,
     /// Dropped after the connection: the last to close the file checkpoints it.
     checkpointer: Mutex<Option<crate::checkpoint::Checkpointer>>,
+    /// The integrity check running beside the reads, when open did not wait for it. Dropped after
+    /// the connection, whose busy handler points at it.
+    check: Option<crate::check::Running>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The check's connection (which never checkpoints) closes first, so the store's own is
+        // the last to close and takes the emptied WAL away with it.
+        if let Some(check) = &self.check {
+            check.stop();
+        }
+    }
+}
+
+/// Tests only: a store opened with its check holding the write lock but not yet reading; the
+/// check starts when this is released or dropped.
+#[doc(hidden)]
+pub struct CheckHold(Option<std::sync::mpsc::Sender<()>>);
+
+impl CheckHold {
+    pub fn release(mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
 }
 
 const TASK_COLUMNS: &str = "id, server, tool, arguments, idempotency_key, mode, era, remote_task_id, status, \
@@ -48,14 +74,68 @@ pub(crate) const LIVE: &str = "status IN ('working', 'input_required')";
 impl Store {
     /// Opens (or creates) the store at `path`. A file that is not a blank file or a Taskdeck store
     /// this binary can read is refused and left byte-for-byte as it was.
+    ///
+    /// An up-to-date store is returned while its integrity check (`PRAGMA quick_check`, which
+    /// reads the whole file) still runs, on a connection of its own that holds the file's write
+    /// lock: reads go on meanwhile (a damaged page they meet fails them with
+    /// [`StoreError::Damaged`]); every write waits for the check and, if it fails, is refused with
+    /// the [`StoreError::Damaged`] a refusal at open gives, nothing written. [`Store::checked`]
+    /// waits for the outcome. A store that needs a migration (or anything else written at open) is
+    /// checked before this returns, as before.
     pub fn open(path: impl AsRef<Path>) -> Result<Store> {
-        let path = path.as_ref().to_owned();
-        let conn = crate::open::open(&path)?;
+        Self::open_with(path.as_ref(), crate::open::Checking::Beside(None))
+    }
+
+    /// [`Store::open`] for a caller that would wait for the check before anything else (the
+    /// engine: it starts servers and resumes tasks at once): the check runs first, on a read-only
+    /// connection, holding no lock, so other processes' writes are not held up by it.
+    pub fn open_checked(path: impl AsRef<Path>) -> Result<Store> {
+        Self::open_with(path.as_ref(), crate::open::Checking::First)
+    }
+
+    /// Tests only, not part of the interface: [`Store::open`] with the check holding the lock but
+    /// not starting until the [`CheckHold`] is released (a store that is checked at open is
+    /// checked there, and the hold does nothing).
+    #[doc(hidden)]
+    pub fn open_holding_check_for_tests(path: impl AsRef<Path>) -> Result<(Store, CheckHold)> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let store = Self::open_with(path.as_ref(), crate::open::Checking::Beside(Some(rx)))?;
+        Ok((store, CheckHold(Some(tx))))
+    }
+
+    fn open_with(path: &Path, checking: crate::open::Checking) -> Result<Store> {
+        let path = path.to_owned();
+        let opened = crate::open::open(&path, checking)?;
+        // Bound in this order so that on an error below the connection is dropped first.
+        let check = opened.1;
+        let conn = opened.0;
+        if let Some(check) = &check {
+            // SAFETY: the connection is dropped before the check: here (above), and in `Inner`
+            // (field order).
+            unsafe { check.guard(&conn)? };
+        }
         let checkpointer = crate::checkpoint::Checkpointer::start(&path);
         if checkpointer.is_some() {
             conn.pragma_update(None, "wal_autocheckpoint", crate::checkpoint::BACKSTOP_PAGES)?;
         }
-        Ok(Store { inner: Arc::new(Inner { path, conn: Mutex::new(conn), checkpointer: Mutex::new(checkpointer) }) })
+        let inner = Inner { path, conn: Mutex::new(conn), checkpointer: Mutex::new(checkpointer), check };
+        Ok(Store { inner: Arc::new(inner) })
+    }
+
+    /// Waits for the integrity check of [`Store::open`] if it still runs. `Ok` once the store
+    /// passed it; otherwise the [`StoreError::Damaged`] (naming the file) that every write of
+    /// this store now gets, nothing having been written.
+    pub fn checked(&self) -> Result<()> {
+        match &self.inner.check {
+            Some(check) => check.wait(),
+            None => Ok(()),
+        }
+    }
+
+    /// Every write's first step: it waits for the check before it takes the connection, so reads
+    /// go on meanwhile.
+    fn writable(&self) -> Result<()> {
+        self.checked()
     }
 
     /// Tests only, not part of the interface: checkpoints go back to SQLite's own, inside the
@@ -113,6 +193,7 @@ impl Store {
     }
 
     fn create(&self, new: NewTask, indexed: bool) -> Result<TaskRecord> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing = |tx: &Connection| -> Result<Option<String>> {
@@ -190,6 +271,7 @@ impl Store {
     /// as it is (its own writes keep it current), and one that is gone (deleted meanwhile) is
     /// skipped.
     pub fn index_tasks(&self, ids: &[String]) -> Result<()> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         for id in ids {
@@ -232,6 +314,7 @@ impl Store {
         ttl_ms: Option<i64>,
         poll_interval_ms: Option<i64>,
     ) -> Result<TaskRecord> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let record = set_remote_in(&tx, id, era, remote_task_id, ttl_ms, poll_interval_ms)?;
@@ -252,6 +335,7 @@ impl Store {
         updates: Vec<Update>,
     ) -> Result<(Result<TaskRecord>, Vec<Result<TaskRecord>>)> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|u| (id.to_owned(), state::bounded(u))).collect();
+        self.writable()?;
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
         // A refusal (the task ended meanwhile) leaves the updates to be judged on their own, as
@@ -271,6 +355,7 @@ impl Store {
     /// Applies one update in its own transaction and returns the task as it now is.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
         let update = state::bounded(update);
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let (record, searchable) = apply_in(&tx, id, &update, None)?;
@@ -286,6 +371,7 @@ impl Store {
     /// error is for the transaction itself (begin or commit), in which case nothing was written.
     pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|(id, u)| (id, state::bounded(u))).collect();
+        self.writable()?;
         let mut conn = self.conn();
         let mut tx = conn.transaction()?;
         let results = apply_in_batch(&mut tx, &updates, None)?;
@@ -390,6 +476,7 @@ impl Store {
     /// Fails every live task nobody has updated for longer than `older_than`, in one transaction,
     /// each with a `reclaimed` event. Returns what it reclaimed and why.
     pub fn reclaim(&self, older_than: Duration) -> Result<Vec<Reclaimed>> {
+        self.writable()?;
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         let now = time::now();
