@@ -414,6 +414,9 @@ impl Opened {
     }
 }
 
+/// How long the store's check waits for the first paint before it starts anyway.
+const CHECK_AFTER_START: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The store opened for reading (handed to `early` while its check runs), then the engine once
 /// the check passed, subscribed to before it resumes what a previous run left.
 fn open_engine(paths: &Paths, early: &Early) -> (Opened, Option<broadcast::Receiver<EngineEvent>>) {
@@ -422,8 +425,15 @@ fn open_engine(paths: &Paths, early: &Early) -> (Opened, Option<broadcast::Recei
         Err(e) => (Config::empty(Some(paths.config.clone())), Some(e.to_string())),
     };
     let opened = tauri::async_runtime::block_on(async {
-        let opening = Engine::open_readable(paths.clone(), EngineOptions::default(), config).await?;
+        let (opening, check) =
+            Engine::open_readable_check_later(paths.clone(), EngineOptions::default(), config).await?;
         early.set(Phase::Readable(opening.reader()));
+        // The check reads the whole file (a third of a second at 100,000 tasks): beside the
+        // first paint it took one of two cores from the webview. Nothing is written, no server
+        // started and no task resumed before it passed, so putting it after the paint delays
+        // only those, by the paint's own time.
+        crate::commands::first_paint(CHECK_AFTER_START).await;
+        check.release();
         let engine = opening.ready().await?;
         let events = engine.subscribe();
         engine.resume().await?;

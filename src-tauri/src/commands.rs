@@ -405,14 +405,30 @@ pub fn set_viewing_task(state: State<'_, AppState>, id: Option<String>) -> Resul
 pub const READY_MARK_ENV: &str = "TASKDECK_READY_MARK";
 
 /// Told when the first paint is on screen: what start-up can put off waits for it.
-pub static FIRST_PAINT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static FIRST_PAINT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static PAINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits until the first paint is on screen, or `at_most`: a window that never paints (hidden at
+/// start, a webview that failed) must not hold start-up back for ever. Any number of waiters,
+/// before or after the paint.
+pub async fn first_paint(at_most: std::time::Duration) {
+    let painted = FIRST_PAINT.notified();
+    tokio::pin!(painted);
+    // Registered before the flag is read, so a paint in between still wakes it.
+    painted.as_mut().enable();
+    if PAINTED.load(std::sync::atomic::Ordering::Acquire) {
+        return;
+    }
+    let _ = tokio::time::timeout(at_most, painted).await;
+}
 
 /// The webview calls this once, when its first render with the tasks loaded has been painted: the
 /// moment a user sees the app rather than a blank window.
 #[tauri::command]
 pub fn ui_ready() -> Result<()> {
-    // A permit kept for a waiter still to come; a second call (a reload) changes nothing.
-    FIRST_PAINT.notify_one();
+    // Later waiters read the flag; a second call (a reload) changes nothing.
+    PAINTED.store(true, std::sync::atomic::Ordering::Release);
+    FIRST_PAINT.notify_waiters();
     if std::env::var_os(READY_MARK_ENV).is_some() {
         use std::io::Write;
         // A desktop launch may have no stdout at all; the mark is not worth a failed command.

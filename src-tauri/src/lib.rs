@@ -114,7 +114,7 @@ fn hook_up(app: &tauri::AppHandle, started: Option<bridge::Started<'_>>) {
     // wait behind it. Then daily and on a change.
     let keeper = engine.clone();
     tauri::async_runtime::spawn(async move {
-        let _ = tokio::time::timeout(RETENTION_AFTER_START, commands::FIRST_PAINT.notified()).await;
+        commands::first_paint(RETENTION_AFTER_START).await;
         keeper.keep_history_within_policy().await
     });
     bridge::watch_config(app.clone(), engine.clone());

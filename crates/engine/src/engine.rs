@@ -96,17 +96,18 @@ impl Engine {
         Ok(Opening { engine: Self::assemble(paths, opts, config, Store::open).await? })
     }
 
-    /// Tests only, not part of the interface: [`Engine::open_readable`] with the store's check
-    /// holding the write lock but not reading until the hold is released.
-    #[doc(hidden)]
-    pub async fn open_readable_holding_check_for_tests(
+    /// [`Engine::open_readable`] with the store's check holding the write lock at once but
+    /// reading nothing until the hold is released or dropped ([`Store::open_check_later`]): the
+    /// desktop app releases it after its first paint, which then does not share two cores with a
+    /// read of the whole file. [`Opening::ready`] waits for the check as before.
+    pub async fn open_readable_check_later(
         paths: Paths,
         opts: EngineOptions,
         config: Config,
     ) -> Result<(Opening, taskdeck_store::CheckHold)> {
         let (tx, rx) = std::sync::mpsc::channel();
         let open = move |path: std::path::PathBuf| {
-            let (store, hold) = Store::open_holding_check_for_tests(path)?;
+            let (store, hold) = Store::open_check_later(path)?;
             let _ = tx.send(hold);
             Ok(store)
         };

@@ -29,9 +29,7 @@ impl Setup {
 
     async fn open_readable(&self) -> (Opening, CheckHold) {
         let config = Config::load(&self.paths).unwrap();
-        Engine::open_readable_holding_check_for_tests(self.paths.clone(), EngineOptions::default(), config)
-            .await
-            .unwrap()
+        Engine::open_readable_check_later(self.paths.clone(), EngineOptions::default(), config).await.unwrap()
     }
 }
 

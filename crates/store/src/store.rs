@@ -45,9 +45,8 @@ impl Drop for Inner {
     }
 }
 
-/// Tests only: a store opened with its check holding the write lock but not yet reading; the
-/// check starts when this is released or dropped.
-#[doc(hidden)]
+/// A store opened with its check holding the write lock but not yet reading
+/// ([`Store::open_check_later`]); the check starts when this is released or dropped.
 pub struct CheckHold(Option<std::sync::mpsc::Sender<()>>);
 
 impl CheckHold {
@@ -93,11 +92,11 @@ impl Store {
         Self::open_with(path.as_ref(), crate::open::Checking::First)
     }
 
-    /// Tests only, not part of the interface: [`Store::open`] with the check holding the lock but
-    /// not starting until the [`CheckHold`] is released (a store that is checked at open is
-    /// checked there, and the hold does nothing).
-    #[doc(hidden)]
-    pub fn open_holding_check_for_tests(path: impl AsRef<Path>) -> Result<(Store, CheckHold)> {
+    /// [`Store::open`] with the check holding the lock at once but reading nothing until the
+    /// [`CheckHold`] is released or dropped (a store that is checked at open is checked there,
+    /// and the hold does nothing): for a front end whose first paint should not share the
+    /// machine with a read of the whole file. Writes wait meanwhile, as during the check.
+    pub fn open_check_later(path: impl AsRef<Path>) -> Result<(Store, CheckHold)> {
         let (tx, rx) = std::sync::mpsc::channel();
         let store = Self::open_with(path.as_ref(), crate::open::Checking::Beside(Some(rx)))?;
         Ok((store, CheckHold(Some(tx))))

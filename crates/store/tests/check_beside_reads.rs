@@ -99,7 +99,7 @@ fn assert_damaged_naming(err: &StoreError, path: &Path) {
 #[test]
 fn the_first_page_is_read_while_the_check_has_not_finished() {
     let (_dir, path) = closed_store(60);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let page = first_page(&store).unwrap();
     assert_eq!(page.len(), 50);
     hold.release();
@@ -110,7 +110,7 @@ fn the_first_page_is_read_while_the_check_has_not_finished() {
 fn the_counts_are_read_while_the_check_has_not_finished() {
     // The app asks for the first page and the counts together: neither may wait for the check's lock.
     let (_dir, path) = closed_store(7);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let (tx, counted) = mpsc::channel();
     let counter = store.clone();
     std::thread::spawn(move || {
@@ -127,7 +127,7 @@ fn the_counts_are_read_while_the_check_has_not_finished() {
 #[test]
 fn a_write_during_the_check_waits_for_it_and_then_succeeds_on_a_sound_store() {
     let (_dir, path) = closed_store(5);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let (outcome, _writer) = write_in_background(&store, "during");
     assert!(outcome.recv_timeout(SETTLE).is_err(), "the write went on before the check ended");
     // Reads go on while the write waits: it waits without holding the store's connection.
@@ -148,7 +148,7 @@ fn a_write_that_goes_straight_to_sql_waits_for_the_check_too() {
     // Pins, deletes and retention take the connection and write: the check's lock holds them, and
     // the store's busy handler makes them wait for its outcome rather than for the busy timeout.
     let (_dir, path) = closed_store(3);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let id = first_page(&store).unwrap()[0].id.clone();
     let (tx, rx) = mpsc::channel();
     let pinner = store.clone();
@@ -165,7 +165,7 @@ fn a_write_that_goes_straight_to_sql_waits_for_the_check_too() {
 #[test]
 fn another_connection_cannot_write_while_the_check_runs() {
     let (_dir, path) = closed_store(3);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let other = raw(&path);
     other.busy_timeout(Duration::from_millis(200)).unwrap();
     let err = other.execute_batch("BEGIN IMMEDIATE; COMMIT").unwrap_err();
@@ -181,7 +181,7 @@ fn another_connection_cannot_write_while_the_check_runs() {
 #[test]
 fn a_second_opener_while_the_first_checks_checks_for_itself_and_opens() {
     let (_dir, path) = closed_store(3);
-    let (first, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (first, hold) = Store::open_check_later(&path).unwrap();
     let started = std::time::Instant::now();
     let second = Store::open(&path).unwrap();
     assert!(started.elapsed() < Duration::from_secs(4), "the second opener waited for the lock");
@@ -199,7 +199,7 @@ fn a_damaged_store_found_after_a_read_went_on_is_refused_with_nothing_written() 
     damage(&path, "task_search_data");
     let before = on_disk(&path);
 
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let page = first_page(&store).unwrap();
     assert_eq!(page.len(), 40, "a page away from the damage reads as it is");
     let (create, creator) = write_in_background(&store, "never");
@@ -236,7 +236,7 @@ fn a_read_that_meets_the_damaged_page_fails_instead_of_finding_nothing() {
     damage(&path, "tasks");
     let before = on_disk(&path);
 
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     let err = first_page(&store).expect_err("a damaged page read as a page");
     assert!(matches!(err, StoreError::Damaged { .. }), "{err:?}");
     hold.release();
@@ -249,7 +249,7 @@ fn a_read_that_meets_the_damaged_page_fails_instead_of_finding_nothing() {
 fn a_store_dropped_before_its_check_ends_writes_nothing_and_opens_again() {
     let (_dir, path) = closed_store(10);
     let before = on_disk(&path);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     assert_eq!(first_page(&store).unwrap().len(), 10);
     drop(hold);
     drop(store);
@@ -289,7 +289,7 @@ fn child_tries_to_write(path: &Path) -> String {
 #[test]
 fn another_process_cannot_write_while_the_check_runs_and_can_once_it_passed() {
     let (_dir, path) = closed_store(3);
-    let (store, hold) = Store::open_holding_check_for_tests(&path).unwrap();
+    let (store, hold) = Store::open_check_later(&path).unwrap();
     assert_eq!(child_tries_to_write(&path), "CHILD-BUSY");
     hold.release();
     store.checked().unwrap();
