@@ -292,6 +292,26 @@ impl Store {
         })
     }
 
+    /// The summaries at positions `offset..offset + limit` of the query's list (newest first, as
+    /// [`Store::summaries`] orders it; position 0 is the newest): what a list that shows any
+    /// stretch of itself asks for, without reading the pages before it. Fewer past the end.
+    ///
+    /// How the rows before `offset` are passed over, measured on the benchmark's 100,000-task store
+    /// (`tests/position_speed.rs`, release): with no filter, or filters whose index gives the order,
+    /// the skipped rows are steps along that index and never read from the table (SQLite tests the
+    /// OFFSET before it reads a column), about 2 ms per 100,000 rows skipped; a keyset seek from
+    /// anchors sampled every N rows would save that at the cost of keeping anchors true through
+    /// every insert and delete, which is not worth 2 ms. A filter the index cannot answer (the
+    /// unpinned segment, several statuses) and a search test each row passed over, so a deep
+    /// position there costs what reading up to it costs.
+    pub fn summaries_at(&self, query: &TaskQuery, offset: usize, limit: usize) -> Result<Vec<TaskSummary>> {
+        let conn = self.conn();
+        let raw = paged_at(&conn, query, &PageRequest { before: None, limit: Some(limit) }, offset, SUMMARY_COLUMNS, read_summary, |s| {
+            s.id.clone()
+        })?;
+        raw.items.into_iter().map(RawSummary::decode).collect()
+    }
+
     /// A page of whole records, newest first, by the same rules as [`Store::summaries`]: what the
     /// CLI's `tasks` prints and exports read.
     pub fn records(&self, query: &TaskQuery, page: &PageRequest) -> Result<Page<TaskRecord>> {
@@ -476,6 +496,19 @@ fn paged<R>(
     read: impl Fn(&Row<'_>) -> rusqlite::Result<R>,
     id_of: impl Fn(&R) -> String,
 ) -> Result<Page<R>> {
+    paged_at(conn, query, page, 0, columns, read, id_of)
+}
+
+/// [`paged`], the first `skip` rows after the cursor passed over.
+fn paged_at<R>(
+    conn: &Connection,
+    query: &TaskQuery,
+    page: &PageRequest,
+    skip: usize,
+    columns: &str,
+    read: impl Fn(&Row<'_>) -> rusqlite::Result<R>,
+    id_of: impl Fn(&R) -> String,
+) -> Result<Page<R>> {
     let Some(mut clause) = Clause::of(query, true)? else { return Ok(Page { items: Vec::new(), next_before: None }) };
     let cursor = match &page.before {
         Some(before) => Some(keyset(conn, before)?),
@@ -496,7 +529,7 @@ fn paged<R>(
     if let Some(fts) = clause.search.take() {
         // A walk tests a task per row it reads, which costs more than reading a match: it pays
         // for a page, not for every task (`limit` none, as an export asks) or a long stretch.
-        let short = page.limit.is_some_and(|l| l < SMALL_SET as usize);
+        let short = page.limit.is_some_and(|l| l.saturating_add(skip) < SMALL_SET as usize);
         let plan = if few_matches(conn, &fts)? {
             Plan::FromMatches
         } else if few_filtered(conn, &clause)? {
@@ -525,8 +558,10 @@ fn paged<R>(
     // One more than asked, to know whether there is a next page without a second query.
     let limit = page.limit.map_or(-1, |l| l.saturating_add(1).min(i64::MAX as usize) as i64);
     clause.params.push(SqlValue::Integer(limit));
+    let limit_at = clause.params.len();
+    clause.params.push(SqlValue::Integer(skip.min(i64::MAX as usize) as i64));
     let sql = format!(
-        "SELECT {columns} FROM {from} WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{}",
+        "SELECT {columns} FROM {from} WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT ?{limit_at} OFFSET ?{}",
         clause.sql,
         clause.params.len()
     );
