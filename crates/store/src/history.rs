@@ -306,9 +306,15 @@ impl Store {
     /// position there costs what reading up to it costs.
     pub fn summaries_at(&self, query: &TaskQuery, offset: usize, limit: usize) -> Result<Vec<TaskSummary>> {
         let conn = self.conn();
-        let raw = paged_at(&conn, query, &PageRequest { before: None, limit: Some(limit) }, offset, SUMMARY_COLUMNS, read_summary, |s| {
-            s.id.clone()
-        })?;
+        let raw = paged_at(
+            &conn,
+            query,
+            &PageRequest { before: None, limit: Some(limit) },
+            offset,
+            SUMMARY_COLUMNS,
+            read_summary,
+            |s| s.id.clone(),
+        )?;
         raw.items.into_iter().map(RawSummary::decode).collect()
     }
 

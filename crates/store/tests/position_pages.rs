@@ -26,7 +26,10 @@ fn mixed(store: &Store) -> Vec<String> {
             store
                 .apply(
                     &t.id,
-                    Update::Completed { result: json!({"content": [{"type": "text", "text": text}]}), server_status: None },
+                    Update::Completed {
+                        result: json!({"content": [{"type": "text", "text": text}]}),
+                        server_status: None,
+                    },
                 )
                 .unwrap();
         } else if i % 5 == 0 {
@@ -102,7 +105,15 @@ fn a_reader_that_shifts_its_positions_by_what_it_was_told_sees_every_row_once_wh
         let extra: Vec<String> = (0..2)
             .map(|i| {
                 let t = f.store.create_task(new_task(&format!("late-{name}-{i}"))).unwrap();
-                f.store.apply(&t.id, Update::Completed { result: json!({"content": [{"type": "text", "text": "wombat"}]}), server_status: None }).unwrap();
+                f.store
+                    .apply(
+                        &t.id,
+                        Update::Completed {
+                            result: json!({"content": [{"type": "text", "text": "wombat"}]}),
+                            server_status: None,
+                        },
+                    )
+                    .unwrap();
                 t.id
             })
             .collect();

@@ -38,7 +38,10 @@ fn a_page_at_any_position_of_a_large_store_is_timed() {
         ("all", TaskQuery::default()),
         ("completed", TaskQuery { statuses: vec![TaskStatus::Completed], ..Default::default() }),
         ("unpinned", TaskQuery { pinned: Some(false), ..Default::default() }),
-        ("completed, unpinned", TaskQuery { statuses: vec![TaskStatus::Completed], pinned: Some(false), ..Default::default() }),
+        (
+            "completed, unpinned",
+            TaskQuery { statuses: vec![TaskStatus::Completed], pinned: Some(false), ..Default::default() },
+        ),
         ("search 'latency'", TaskQuery { search: Some("latency".into()), ..Default::default() }),
     ];
     for (name, query) in &queries {
@@ -71,7 +74,9 @@ fn a_page_at_any_position_of_a_large_store_is_timed() {
             let mut seen = 0;
             while seen < at + ROWS {
                 let limit = (at + ROWS - seen).min(2000);
-                let page = store.summaries(&TaskQuery::default(), &PageRequest { before: before.clone(), limit: Some(limit) }).expect("page");
+                let page = store
+                    .summaries(&TaskQuery::default(), &PageRequest { before: before.clone(), limit: Some(limit) })
+                    .expect("page");
                 seen += page.items.len();
                 match page.next_before {
                     Some(b) => before = Some(b),
@@ -80,6 +85,11 @@ fn a_page_at_any_position_of_a_large_store_is_timed() {
             }
             seen
         });
-        println!("{:>20} @ {at:>6}: anchor+keyset {:7.2} ms, keyset walk from the top {:8.2} ms", "all", ms(anchor), ms(walk));
+        println!(
+            "{:>20} @ {at:>6}: anchor+keyset {:7.2} ms, keyset walk from the top {:8.2} ms",
+            "all",
+            ms(anchor),
+            ms(walk)
+        );
     }
 }
