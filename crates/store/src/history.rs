@@ -296,25 +296,32 @@ impl Store {
     /// [`Store::summaries`] orders it; position 0 is the newest): what a list that shows any
     /// stretch of itself asks for, without reading the pages before it. Fewer past the end.
     ///
-    /// How the rows before `offset` are passed over, measured on the benchmark's 100,000-task store
-    /// (`tests/position_speed.rs`, release): with no filter, or filters whose index gives the order,
-    /// the skipped rows are steps along that index and never read from the table (SQLite tests the
-    /// OFFSET before it reads a column), about 2 ms per 100,000 rows skipped; a keyset seek from
-    /// anchors sampled every N rows would save that at the cost of keeping anchors true through
-    /// every insert and delete, which is not worth 2 ms. A filter the index cannot answer (the
-    /// unpinned segment, several statuses) and a search test each row passed over, so a deep
-    /// position there costs what reading up to it costs.
+    /// Without a search the rows before `offset` are passed over in an index alone: the task at
+    /// `offset` is found by an OFFSET over `(created_at, rowid)` of the index the filter reads in
+    /// order (covering, so no row of the table is read), and the page is a keyset page from it.
+    /// Measured on the benchmark's 100,000-task store (`tests/position_speed.rs`, release, under
+    /// load): 0.3 ms at 50,000 and 1.9 ms at 99,800, against 6.5 and 12.5 ms for an OFFSET on the
+    /// page's own query (each row passed over still costs a step into the table) and about 1 s to
+    /// walk keyset pages from the top. Anchors sampled every N rows would save those 2 ms at the
+    /// cost of keeping them true through every insert and delete: not worth it. The unpinned
+    /// segment (the index has no pin) is found the same way in the list with the pinned tasks,
+    /// corrected by the pinned ones before it (few: pinned by hand). Several statuses are not one
+    /// index range and a search tests each row passed over, so a deep position there costs what
+    /// reading up to it costs (a common word deep in the list: a second or more).
     pub fn summaries_at(&self, query: &TaskQuery, offset: usize, limit: usize) -> Result<Vec<TaskSummary>> {
         let conn = self.conn();
-        let raw = paged_at(
-            &conn,
-            query,
-            &PageRequest { before: None, limit: Some(limit) },
-            offset,
-            SUMMARY_COLUMNS,
-            read_summary,
-            |s| s.id.clone(),
-        )?;
+        let searches = query.search.as_deref().is_some_and(|s| !s.trim().is_empty());
+        let (skip, from) = if offset == 0 || searches {
+            (offset, None)
+        } else {
+            match anchor_at(&conn, query, offset)? {
+                Some(Anchor::At(key)) => (0, Some(key)),
+                Some(Anchor::Skip(n)) => (n, None),
+                None => return Ok(Vec::new()),
+            }
+        };
+        let page = PageRequest { before: None, limit: Some(limit) };
+        let raw = paged_at(&conn, query, &page, Start { skip, from }, SUMMARY_COLUMNS, read_summary, |s| s.id.clone())?;
         raw.items.into_iter().map(RawSummary::decode).collect()
     }
 
@@ -502,15 +509,81 @@ fn paged<R>(
     read: impl Fn(&Row<'_>) -> rusqlite::Result<R>,
     id_of: impl Fn(&R) -> String,
 ) -> Result<Page<R>> {
-    paged_at(conn, query, page, 0, columns, read, id_of)
+    paged_at(conn, query, page, Start::default(), columns, read, id_of)
 }
 
-/// [`paged`], the first `skip` rows after the cursor passed over.
+/// Where a page by position starts: at the task with this key (`created_at`, `rowid`), and
+/// `skip` rows after that passed over.
+#[derive(Debug, Default)]
+struct Start {
+    skip: usize,
+    from: Option<(String, i64)>,
+}
+
+/// How to reach a position: the task there, or (when the index cannot say) rows to pass over.
+enum Anchor {
+    At((String, i64)),
+    Skip(usize),
+}
+
+/// The key of the task at `offset` of the list (no search), or `None` past its end.
+fn anchor_at(conn: &Connection, query: &TaskQuery, offset: usize) -> Result<Option<Anchor>> {
+    if query.pinned != Some(false) {
+        return Ok(nth_key(conn, query, offset)?.map(Anchor::At));
+    }
+    // The k-th unpinned task is the task at k + (the pinned ones up to it) of the list with the
+    // pinned ones: each step moves the guess down by the pinned tasks found above it, so it ends
+    // within as many steps as there are pinned tasks.
+    let with_pins = TaskQuery { pinned: None, ..query.clone() };
+    let pinned = keys(conn, &TaskQuery { pinned: Some(true), ..query.clone() })?;
+    let mut at = offset;
+    for _ in 0..pinned.len() + 2 {
+        let Some(key) = nth_key(conn, &with_pins, at)? else { return Ok(None) };
+        let above = pinned.iter().filter(|p| **p >= key).count();
+        let guess = offset + above;
+        if guess == at {
+            if !pinned.contains(&key) {
+                return Ok(Some(Anchor::At(key)));
+            }
+            at += 1;
+        } else {
+            at = guess.max(at + 1);
+        }
+    }
+    Ok(Some(Anchor::Skip(offset)))
+}
+
+/// `(created_at, rowid)` of the task at `offset` of the list, read from the index that gives its
+/// order alone.
+fn nth_key(conn: &Connection, query: &TaskQuery, offset: usize) -> Result<Option<(String, i64)>> {
+    let Some(mut clause) = Clause::build(query, true, true)? else { return Ok(None) };
+    clause.params.push(SqlValue::Integer(offset.min(i64::MAX as usize) as i64));
+    let sql = format!(
+        "SELECT t.created_at, t.rowid FROM tasks AS t WHERE {} ORDER BY t.created_at DESC, t.rowid DESC LIMIT 1 OFFSET ?{}",
+        clause.sql,
+        clause.params.len()
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params_from_iter(clause.params), |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?)
+}
+
+/// Every key of the list (a few tasks: the pinned ones).
+fn keys(conn: &Connection, query: &TaskQuery) -> Result<Vec<(String, i64)>> {
+    let Some(clause) = Clause::of(query, true)? else { return Ok(Vec::new()) };
+    let sql = format!("SELECT t.created_at, t.rowid FROM tasks AS t WHERE {}", clause.sql);
+    let mut st = conn.prepare_cached(&sql)?;
+    let rows = st.query_map(params_from_iter(clause.params), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// [`paged`], starting at `start` (after the cursor).
 fn paged_at<R>(
     conn: &Connection,
     query: &TaskQuery,
     page: &PageRequest,
-    skip: usize,
+    start: Start,
     columns: &str,
     read: impl Fn(&Row<'_>) -> rusqlite::Result<R>,
     id_of: impl Fn(&R) -> String,
@@ -530,7 +603,20 @@ fn paged_at<R>(
             clause.sql = format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid < ?{r})", clause.sql);
         }
     };
+    let at = |clause: &mut Clause| {
+        if let Some((created_at, rowid)) = &start.from {
+            clause.params.push(SqlValue::Text(created_at.clone()));
+            let c = clause.params.len();
+            clause.params.push(SqlValue::Integer(*rowid));
+            let r = clause.params.len();
+            // From that task on, itself included.
+            clause.sql =
+                format!("{} AND t.created_at <= ?{c} AND (t.created_at < ?{c} OR t.rowid <= ?{r})", clause.sql);
+        }
+    };
+    let skip = start.skip;
     after(&mut clause);
+    at(&mut clause);
     let mut from = "tasks AS t";
     if let Some(fts) = clause.search.take() {
         // A walk tests a task per row it reads, which costs more than reading a match: it pays
@@ -552,6 +638,7 @@ fn paged_at<R>(
             clause = ordered;
             clause.search = None;
             after(&mut clause);
+            at(&mut clause);
         }
         match plan {
             Plan::FromMatches => {

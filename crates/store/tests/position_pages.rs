@@ -16,7 +16,7 @@ fn at(store: &Store, query: &TaskQuery, offset: usize, limit: usize) -> Vec<Stri
     store.summaries_at(query, offset, limit).unwrap().into_iter().map(|s| s.id).collect()
 }
 
-/// 30 tasks, every third completed with a word in its result, every fifth failed, one pinned.
+/// 30 tasks, every third completed with a word in its result, every fifth failed, five pinned.
 fn mixed(store: &Store) -> Vec<String> {
     let mut made = Vec::new();
     for i in 0..30 {
@@ -45,7 +45,11 @@ fn mixed(store: &Store) -> Vec<String> {
         }
         made.push(t.id);
     }
-    store.set_pinned(&made[7], true).unwrap();
+    // Pinned tasks at the top, the bottom and in between, so the unpinned segment's positions
+    // are found around each.
+    for i in [0, 7, 8, 20, 29] {
+        store.set_pinned(&made[i], true).unwrap();
+    }
     made
 }
 
@@ -55,6 +59,11 @@ fn queries() -> Vec<(&'static str, TaskQuery)> {
         ("completed", TaskQuery { statuses: vec![TaskStatus::Completed], ..Default::default() }),
         ("two statuses", TaskQuery { statuses: vec![TaskStatus::Completed, TaskStatus::Failed], ..Default::default() }),
         ("unpinned", TaskQuery { pinned: Some(false), ..Default::default() }),
+        ("pinned", TaskQuery { pinned: Some(true), ..Default::default() }),
+        (
+            "completed, unpinned",
+            TaskQuery { statuses: vec![TaskStatus::Completed], pinned: Some(false), ..Default::default() },
+        ),
         ("search", TaskQuery { search: Some("wombat".into()), ..Default::default() }),
         (
             "search, completed",

@@ -67,6 +67,8 @@ export class TaskPager {
   #inflight = -1;
   /** The rows on screen (with the list's overscan). */
   #view = { start: 0, end: 1 };
+  /** The list was last scrolled up: what is read beyond the shown rows is above them. */
+  #up = false;
   /** `rows.total` is the store's word (its counts, or a page that reached the end). */
   #known = false;
   /** Some held rows may be off by a row or more (a change nobody could place): read again. */
@@ -139,7 +141,9 @@ export class TaskPager {
 
   /** The list shows rows `start..end`: have them loaded, and forget the ones far from them. */
   show(start: number, end: number): void {
-    this.#view = { start: Math.max(0, start), end: Math.max(end, start + 1, 1) };
+    const from = Math.max(0, start);
+    if (from !== this.#view.start) this.#up = from < this.#view.start;
+    this.#view = { start: from, end: Math.max(end, start + 1, 1) };
     this.#fill();
   }
 
@@ -160,6 +164,13 @@ export class TaskPager {
     const bounded: Rows = this.#known ? this.rows : { runs: this.rows.runs, total: Number.MAX_SAFE_INTEGER };
     if (!this.ready) return { offset: start, limit: Math.min(MAX_PAGE, end - start + LEAD), lost: false };
     const shown = firstGap(bounded, start, end);
+    if (shown !== null && this.#up) {
+      // The last gap on screen, and the rows above it, where the scroll goes.
+      let last = shown;
+      for (let g = shown; g !== null; g = firstGap(bounded, g.end, end)) last = g;
+      const from = Math.max(0, last.start - LEAD, last.end - MAX_PAGE);
+      return { offset: from, limit: last.end - from, lost: false };
+    }
     if (shown !== null) return { offset: shown.start, limit: Math.min(MAX_PAGE, shown.end - shown.start + LEAD), lost: false };
     const ahead = firstGap(bounded, end, end + AHEAD);
     if (ahead !== null) return { offset: ahead.start, limit: Math.min(MAX_PAGE, Math.max(LEAD, ahead.end - ahead.start)), lost: false };

@@ -251,6 +251,20 @@ describe('the list read by position', () => {
     pager.dispose();
   });
 
+  it('scrolled up, the rows read beyond the shown ones are above them', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    pager.show(60_000, 60_025);
+    await settled();
+    const before = store.asks.length;
+    pager.show(40_000, 40_025);
+    await settled();
+    const first = store.asks[before]!;
+    expect(first.offset + first.limit, 'it ends with the shown rows').toBe(40_025);
+    expect(first.offset).toBeLessThan(40_000);
+    expect(at(40_000)).toBe('t040000');
+    pager.dispose();
+  });
+
   it('holds only the rows near the viewport, however far the list was scrolled', async () => {
     const { pager, at } = await scrolled(100_000);
     for (let i = 1; i <= 40; i++) {
