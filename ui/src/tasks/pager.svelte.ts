@@ -27,6 +27,8 @@ const MAX_PAGE = 2000;
 const RECOUNT_MS = 400;
 /** The most changed tasks one membership question names (the command's own bound). */
 const MAX_MATCHES = 2000;
+/** Tasks looked up by id kept after their rows went (selected and checked ones). */
+const SEEN = 10_000;
 
 /** What the pager reads from the store: the app's commands, or a test's stand-in. */
 export type HistoryReads = {
@@ -67,6 +69,8 @@ export class TaskPager {
   #inflight = -1;
   /** The rows on screen (with the list's overscan). */
   #view = { start: 0, end: 1 };
+  /** Tasks looked up by id (`byId`), as last seen: selected or checked ones whose rows went. */
+  #seen = new Map<string, TaskSummary>();
   /** The list was last scrolled up: what is read beyond the shown rows is above them. */
   #up = false;
   /** `rows.total` is the store's word (its counts, or a page that reached the end). */
@@ -152,8 +156,22 @@ export class TaskPager {
     this.show(0, end);
   }
 
+  /**
+   * A task of the list by id: held, or last seen held. The selected and checked tasks are looked
+   * up here, and the list may have dropped their rows since (scrolled far away): the detail pane
+   * and a delete of the checked tasks still have them.
+   */
   byId(id: string | null): TaskSummary | undefined {
-    return byId(this.rows, id);
+    if (id === null) return undefined;
+    const held = byId(this.rows, id);
+    if (held === undefined) return this.#seen.get(id);
+    if (this.#seen.get(id) !== held) {
+      this.#seen.delete(id);
+      this.#seen.set(id, held);
+      // Bounded: the oldest lookups go first.
+      if (this.#seen.size > SEEN) this.#seen.delete(this.#seen.keys().next().value!);
+    }
+    return held;
   }
 
   /** What to read next: the shown rows not held, then the margin ahead of them, then behind. */
@@ -167,7 +185,7 @@ export class TaskPager {
     if (shown !== null && this.#up) {
       // The last gap on screen, and the rows above it, where the scroll goes.
       let last = shown;
-      for (let g = shown; g !== null; g = firstGap(bounded, g.end, end)) last = g;
+      for (let g: typeof shown | null = shown; g !== null; g = firstGap(bounded, g.end, end)) last = g;
       const from = Math.max(0, last.start - LEAD, last.end - MAX_PAGE);
       return { offset: from, limit: last.end - from, lost: false };
     }
@@ -221,8 +239,8 @@ export class TaskPager {
           void this.#counts();
         } else {
           this.rows = putPage(base, offset, items, ended);
-          if (ended) this.#known = true;
         }
+        if (ended) this.#known = true;
         this.ready = true;
         this.#afterPage();
       },
@@ -294,6 +312,11 @@ export class TaskPager {
     const search = hasSearch(this.filter);
     // What the list showed of a task the engine store did not hold (a row a page brought).
     const held = search ? new Map(changes.map((c) => [c.task.id, this.byId(c.task.id)])) : null;
+    for (const p of deleted) this.#seen.delete(p.id);
+    for (const { task } of changes) {
+      const seen = this.#seen.get(task.id);
+      if (seen !== undefined && seen.updated_at <= task.updated_at) this.#seen.set(task.id, task);
+    }
     const patched = patchRows(this.rows, changes, deleted, this.filter);
     this.rows = patched.rows;
     const moved = changes.some((c) => c.isNew || (c.before !== undefined && c.before.status !== c.task.status));

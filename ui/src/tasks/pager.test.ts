@@ -331,6 +331,18 @@ describe('the list read by position', () => {
     pager.dispose();
   });
 
+  it('a task looked up by id (selected, checked) is still found after the list scrolled far from its row', async () => {
+    const { source, pager } = await scrolled(100_000);
+    expect(pager.byId('t000003')?.id).toBe('t000003');
+    pager.show(80_000, 80_025);
+    await settled();
+    expect(rowAt(pager.rows, 3), 'its row was dropped').toBeUndefined();
+    expect(pager.byId('t000003')?.id).toBe('t000003');
+    source.apply(batch({ deleted: [{ id: 't000003', tool: 'generate_report', server: 'demo', status: 'completed' }] }));
+    expect(pager.byId('t000003'), 'deleted: gone').toBeUndefined();
+    pager.dispose();
+  });
+
   it('a task made and finished while a page is on its way shows finished, wherever the page was read', async () => {
     const { source, store, pager, at } = await scrolled(1_000);
     store.hold = true;
