@@ -27,6 +27,9 @@ const MAX_PAGE = 2000;
 const RECOUNT_MS = 400;
 /** The most changed tasks one membership question names (the command's own bound). */
 const MAX_MATCHES = 2000;
+/** How long after the view last jumped the list counts as dragged (reading only what is shown). */
+const DRAGGING_MS = 150;
+const now = () => performance.now();
 /** Tasks looked up by id kept after their rows went (selected and checked ones). */
 const SEEN = 10_000;
 
@@ -71,6 +74,9 @@ export class TaskPager {
   #view = { start: 0, end: 1 };
   /** Tasks looked up by id (`byId`), as last seen: selected or checked ones whose rows went. */
   #seen = new Map<string, TaskSummary>();
+  /** When the view last jumped by more than it shows (a drag): while it does, only what is shown is read. */
+  #jumpedAt = -Infinity;
+  #settle: ReturnType<typeof setTimeout> | null = null;
   /** The list was last scrolled up: what is read beyond the shown rows is above them. */
   #up = false;
   /** `rows.total` is the store's word (its counts, or a page that reached the end). */
@@ -108,6 +114,7 @@ export class TaskPager {
   dispose(): void {
     this.#unsubscribe();
     if (this.#recount !== null) clearTimeout(this.#recount);
+    if (this.#settle !== null) clearTimeout(this.#settle);
   }
 
   /** The rows held from the top (up to the first not held) and the list's length. */
@@ -147,6 +154,8 @@ export class TaskPager {
   show(start: number, end: number): void {
     const from = Math.max(0, start);
     if (from !== this.#view.start) this.#up = from < this.#view.start;
+    // Moved by more than it shows: a drag or a jump, not a scroll by rows.
+    if (Math.abs(from - this.#view.start) > Math.max(1, end - start)) this.#jumpedAt = now();
     this.#view = { start: from, end: Math.max(end, start + 1, 1) };
     this.#fill();
   }
@@ -182,6 +191,22 @@ export class TaskPager {
     const bounded: Rows = this.#known ? this.rows : { runs: this.rows.runs, total: Number.MAX_SAFE_INTEGER };
     if (!this.ready) return { offset: start, limit: Math.min(MAX_PAGE, end - start + LEAD), lost: false };
     const shown = firstGap(bounded, start, end);
+    const since = now() - this.#jumpedAt;
+    if (since < DRAGGING_MS) {
+      // Once the drag stops, the rows around are read.
+      if (this.#settle === null) {
+        this.#settle = setTimeout(() => {
+          this.#settle = null;
+          this.#fill();
+        }, DRAGGING_MS - since + 1);
+      }
+      // Dragged far each frame: rows read ahead would be passed over before they are shown, and
+      // each page costs the page's thread its parsing; what is shown now, and a screen more.
+      if (shown === null) return null;
+      const more = end - start;
+      const from = this.#up ? Math.max(0, shown.start - more) : shown.start;
+      return { offset: from, limit: Math.min(MAX_PAGE, shown.end - from + (this.#up ? 0 : more)), lost: false };
+    }
     if (shown !== null && this.#up) {
       // The last gap on screen, and the rows above it, where the scroll goes.
       let last = shown;
@@ -233,6 +258,12 @@ export class TaskPager {
         const ended = items.length < limit;
         // Read again because the held rows were unsure: only this page is sure now.
         const base: Rows = next.lost ? { runs: [], total: this.rows.total } : this.rows;
+        const { start, end } = this.#view;
+        if (!next.lost && !ended && (offset + items.length < start - AHEAD || offset > end + AHEAD)) {
+          // Dragged past it meanwhile: holding it would only cost the page's thread an update.
+          this.#afterPage();
+          return;
+        }
         if (ended && items.length === 0 && offset > 0) {
           // The list is shorter than it was thought to be: how much, the counts say.
           this.rows = keepOnly({ runs: base.runs, total: Math.min(base.total, offset) }, 0, offset);
