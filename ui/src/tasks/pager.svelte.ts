@@ -29,6 +29,8 @@ const RECOUNT_MS = 400;
 const MAX_MATCHES = 2000;
 /** How long after the view last jumped the list counts as dragged (reading only what is shown). */
 const DRAGGING_MS = 150;
+/** The least time between two reads while the list is dragged. */
+const DRAG_READ_MS = 100;
 const now = () => performance.now();
 /** Tasks looked up by id kept after their rows went (selected and checked ones). */
 const SEEN = 10_000;
@@ -77,6 +79,8 @@ export class TaskPager {
   /** When the view last jumped by more than it shows (a drag): while it does, only what is shown is read. */
   #jumpedAt = -Infinity;
   #settle: ReturnType<typeof setTimeout> | null = null;
+  /** When the last read was sent. */
+  #readAt = -Infinity;
   /** The list was last scrolled up: what is read beyond the shown rows is above them. */
   #up = false;
   /** `rows.total` is the store's word (its counts, or a page that reached the end). */
@@ -193,13 +197,17 @@ export class TaskPager {
     const shown = firstGap(bounded, start, end);
     const since = now() - this.#jumpedAt;
     if (since < DRAGGING_MS) {
-      // Once the drag stops, the rows around are read.
+      // A read costs the page's thread its request and its answer, and one made every frame of a
+      // drag took frames past a refresh: while dragged, a read at most every DRAG_READ_MS; once
+      // the drag stops, the rows around are read.
+      const wait = Math.max(DRAGGING_MS - since, DRAG_READ_MS - (now() - this.#readAt));
       if (this.#settle === null) {
         this.#settle = setTimeout(() => {
           this.#settle = null;
           this.#fill();
-        }, DRAGGING_MS - since + 1);
+        }, wait + 1);
       }
+      if (now() - this.#readAt < DRAG_READ_MS) return null;
       // Dragged far each frame: rows read ahead would be passed over before they are shown, and
       // each page costs the page's thread its parsing; what is shown now, and a screen more.
       if (shown === null) return null;
@@ -251,6 +259,7 @@ export class TaskPager {
     this.#inflight = generation;
     if (next.lost) this.#lost = false;
     const { offset, limit } = next;
+    this.#readAt = now();
     this.#reads.window(this.filter, offset, limit).then(
       (items) => {
         if (generation !== this.#generation) return;

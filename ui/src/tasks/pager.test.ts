@@ -230,7 +230,10 @@ async function scrolled(n: number) {
   return { source, store, pager, at };
 }
 
+/** Past a drag's pause (the pager reads only what is shown while dragged, at most every 100 ms). */
 async function settled() {
+  for (let i = 0; i < 10; i++) await settle();
+  await new Promise((r) => setTimeout(r, 170));
   for (let i = 0; i < 10; i++) await settle();
 }
 
@@ -251,6 +254,25 @@ describe('the list read by position', () => {
     pager.dispose();
   });
 
+  it('dragged far every frame, it reads the rows shown at most every 100 ms, and the rows around once it stops', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    await settled();
+    const before = store.asks.length;
+    const t0 = performance.now();
+    for (let frame = 1; frame <= 30; frame++) {
+      pager.show(frame * 3_000, frame * 3_000 + 25);
+      await new Promise((r) => setTimeout(r, 16));
+    }
+    const took = performance.now() - t0;
+    const during = store.asks.length - before;
+    expect(during).toBeLessThanOrEqual(Math.ceil(took / 100) + 1);
+    expect(store.asks.slice(before).every((a) => a.limit <= 50), 'what is shown and a screen more').toBe(true);
+    await settled();
+    expect(at(90_000)).toBe('t090000');
+    expect(at(90_300), 'read around once stopped').toBe('t090300');
+    pager.dispose();
+  });
+
   it('scrolled up, the rows read beyond the shown ones are above them', async () => {
     const { store, pager, at } = await scrolled(100_000);
     pager.show(60_000, 60_025);
@@ -267,8 +289,8 @@ describe('the list read by position', () => {
 
   it('holds only the rows near the viewport, however far the list was scrolled', async () => {
     const { pager, at } = await scrolled(100_000);
-    for (let i = 1; i <= 40; i++) {
-      const top = i * 2_400;
+    for (let i = 1; i <= 12; i++) {
+      const top = i * 8_000;
       pager.show(top, top + 25);
       await settled();
       expect(at(top)).toBe(`t${String(top).padStart(6, '0')}`);
