@@ -31,8 +31,6 @@ const MAX_MATCHES = 2000;
 const DRAGGING_MS = 150;
 /** The least time between two reads while the list is dragged. */
 const DRAG_READ_MS = 100;
-/** The most rows one read asks for while the list is dragged, beyond what is shown. */
-const DRAG_ROWS = 500;
 const now = () => performance.now();
 /** Tasks looked up by id kept after their rows went (selected and checked ones). */
 const SEEN = 10_000;
@@ -81,9 +79,6 @@ export class TaskPager {
   /** When the view last jumped by more than it shows (a drag): while it does, only what is shown is read. */
   #jumpedAt = -Infinity;
   #settle: ReturnType<typeof setTimeout> | null = null;
-  /** When the view last changed, and how fast it moved then (rows per ms, down positive). */
-  #shownAt = -Infinity;
-  #speed = 0;
   /** When the last read was sent. */
   #readAt = -Infinity;
   /** The list was last scrolled up: what is read beyond the shown rows is above them. */
@@ -163,14 +158,8 @@ export class TaskPager {
   show(start: number, end: number): void {
     const from = Math.max(0, start);
     if (from !== this.#view.start) this.#up = from < this.#view.start;
-    const t = now();
     // Moved by more than it shows: a drag or a jump, not a scroll by rows.
-    if (Math.abs(from - this.#view.start) > Math.max(1, end - start)) {
-      const dt = t - this.#shownAt;
-      this.#speed = dt > 0 && dt < DRAGGING_MS ? (from - this.#view.start) / dt : 0;
-      this.#jumpedAt = t;
-    }
-    this.#shownAt = t;
+    if (Math.abs(from - this.#view.start) > Math.max(1, end - start)) this.#jumpedAt = now();
     this.#view = { start: from, end: Math.max(end, start + 1, 1) };
     this.#fill();
   }
@@ -222,12 +211,9 @@ export class TaskPager {
       // Dragged far each frame: rows read ahead would be passed over before they are shown, and
       // each page costs the page's thread its parsing; what is shown now, and a screen more.
       if (shown === null) return null;
-      // Where the drag will be while this read is on its way and until the next one: read what
-      // is shown and the stretch it is moving into, up to DRAG_ROWS.
       const more = end - start;
-      const ahead = Math.min(DRAG_ROWS, Math.max(more, Math.round(Math.abs(this.#speed) * DRAG_READ_MS)));
-      const from = this.#up ? Math.max(0, shown.start - ahead) : shown.start;
-      return { offset: from, limit: Math.min(MAX_PAGE, shown.end - from + (this.#up ? 0 : ahead)), lost: false };
+      const from = this.#up ? Math.max(0, shown.start - more) : shown.start;
+      return { offset: from, limit: Math.min(MAX_PAGE, shown.end - from + (this.#up ? 0 : more)), lost: false };
     }
     if (shown !== null && this.#up) {
       // The last gap on screen, and the rows above it, where the scroll goes.
