@@ -299,15 +299,17 @@ impl Store {
     /// Without a search the rows before `offset` are passed over in an index alone: the task at
     /// `offset` is found by an OFFSET over `(created_at, rowid)` of the index the filter reads in
     /// order (covering, so no row of the table is read), and the page is a keyset page from it.
-    /// Measured on the benchmark's 100,000-task store (`tests/position_speed.rs`, release, under
-    /// load): 0.3 ms at 50,000 and 1.9 ms at 99,800, against 6.5 and 12.5 ms for an OFFSET on the
-    /// page's own query (each row passed over still costs a step into the table) and about 1 s to
-    /// walk keyset pages from the top. Anchors sampled every N rows would save those 2 ms at the
-    /// cost of keeping them true through every insert and delete: not worth it. The unpinned
-    /// segment (the index has no pin) is found the same way in the list with the pinned tasks,
-    /// corrected by the pinned ones before it (few: pinned by hand). Several statuses are not one
-    /// index range and a search tests each row passed over, so a deep position there costs what
-    /// reading up to it costs (a common word deep in the list: a second or more).
+    /// Measured on the benchmark's 100,000-task store (`tests/position_speed.rs`, release, on a
+    /// loaded machine), a page of 200 summaries at 50,000 and at 99,800: 1.6 and 2.0 ms, against
+    /// 6.5 and 12.5 ms for an OFFSET on the page's own query (each row passed over still cost a
+    /// step into the table) and 0.2–1 s to walk keyset pages from the top. Anchors sampled every N
+    /// rows would save about 2 ms at the cost of keeping them true through every insert and
+    /// delete: not worth it. The unpinned segment (the index has no pin) is found the same way in
+    /// the list with the pinned tasks, corrected by the pinned ones before it (few: pinned by
+    /// hand): 1.7 ms at 99,800, against 320 ms for an OFFSET testing each row's pin; under the
+    /// Completed tab 3.3 ms. Several statuses are not one index range and a search tests each row
+    /// passed over, so a deep position there costs what reading up to it costs (a word in every
+    /// task, 10,000 rows down or more: about half a second).
     pub fn summaries_at(&self, query: &TaskQuery, offset: usize, limit: usize) -> Result<Vec<TaskSummary>> {
         let conn = self.conn();
         let searches = query.search.as_deref().is_some_and(|s| !s.trim().is_empty());
