@@ -642,6 +642,19 @@ pub async fn task_page(
     read(&state, move |store| crate::history::page(&store, &filter, cursor, limit as usize)).await
 }
 
+/// The rows at positions `offset..offset + limit` of the list under `filter`: the stretch the
+/// scrolled list shows, wherever it is, without the pages before it.
+#[tauri::command]
+pub async fn task_window(
+    state: State<'_, AppState>,
+    filter: crate::history::TaskFilter,
+    offset: u32,
+    limit: u32,
+) -> Result<Vec<TaskSummary>> {
+    let store = engine(&state)?.store().clone();
+    blocking(move || crate::history::window(&store, &filter, offset as usize, limit as usize)).await
+}
+
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
 #[tauri::command]
 pub async fn task_counts(

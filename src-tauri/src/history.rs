@@ -124,6 +124,41 @@ pub fn page(
     }
 }
 
+/// The rows at positions `offset..offset + limit` of the list under `filter`, in the order [`page`]
+/// gives it (the pinned tasks first under a filter): what the list asks for when it is scrolled
+/// to any stretch of itself, without the pages before it. Fewer rows than asked means the list
+/// ends there. At most [`MAX_PAGE`] rows.
+pub fn window(
+    store: &Store,
+    filter: &TaskFilter,
+    offset: usize,
+    limit: usize,
+) -> Result<Vec<TaskSummary>, CommandError> {
+    let limit = limit.clamp(1, MAX_PAGE);
+    let query = filter.query()?;
+    let fail = |e: StoreError| CommandError::from(taskdeck_engine::EngineError::from(e));
+    if let Some(found) = by_id(store, &query)? {
+        return Ok(if offset == 0 { vec![found] } else { Vec::new() });
+    }
+    if !filter.pinned_first() {
+        return store.summaries_at(&query, offset, limit).map_err(fail);
+    }
+    // Pinned by hand, so few: the segment is read whole (by its index) to know where the others
+    // start.
+    let pinned = store
+        .summaries(&TaskQuery { pinned: Some(true), ..query.clone() }, &PageRequest::default())
+        .map_err(fail)?
+        .items;
+    let from = offset.saturating_sub(pinned.len());
+    let mut items: Vec<TaskSummary> = pinned.into_iter().skip(offset).take(limit).collect();
+    if items.len() < limit {
+        let rest =
+            store.summaries_at(&TaskQuery { pinned: Some(false), ..query }, from, limit - items.len()).map_err(fail)?;
+        items.extend(rest);
+    }
+    Ok(items)
+}
+
 /// Which of `ids` (tasks that just changed) are in the list under `filter` now, by the same rules
 /// as [`page`]: a search for a task's id admits that task only. The list is patched from the
 /// answer, so a task that came to match a search joins it and one that no longer does leaves.
@@ -499,6 +534,29 @@ mod tests {
         let pages = all_pages(&store, &filter, 1);
         assert_eq!(pages.concat(), [&ids[1], &ids[2], &ids[0]].map(String::clone));
         assert!(pages.iter().all(|p| p.len() <= 1));
+    }
+
+    #[test]
+    fn a_window_anywhere_in_the_list_is_that_stretch_of_the_paged_list_pinned_tasks_first() {
+        let (_dir, store, ids) = store_with(7);
+        store.set_pinned(&ids[1], true).unwrap();
+        store.set_pinned(&ids[4], true).unwrap();
+        let short: String = ids[3].chars().take(8).collect();
+        for filter in [
+            TaskFilter::default(),
+            TaskFilter { server: Some("demo".into()), ..TaskFilter::default() },
+            TaskFilter { search: Some(short), ..TaskFilter::default() },
+        ] {
+            let list = all_pages(&store, &filter, 50).concat();
+            for offset in 0..=list.len() {
+                for limit in [1, 2, 3, 10] {
+                    let got: Vec<String> =
+                        window(&store, &filter, offset, limit).unwrap().into_iter().map(|t| t.id).collect();
+                    let end = (offset + limit).min(list.len());
+                    assert_eq!(got, list[offset.min(end)..end], "{filter:?} at {offset}, {limit} rows");
+                }
+            }
+        }
     }
 
     #[test]

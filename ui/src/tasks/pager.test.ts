@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { EngineStore } from '../lib/engine.svelte';
 import { task } from '../lib/testing';
-import type { EngineBatch, PageCursor, Snippet, StatusCounts, TaskFilter, TaskPage, TaskSummary } from '../lib/types';
+import type { EngineBatch, Snippet, StatusCounts, TaskFilter, TaskSummary } from '../lib/types';
 import { filterOf, NO_COUNTS } from './history';
 import { TaskPager, type HistoryReads } from './pager.svelte';
+import { loadedCount, rowAt } from './rows';
 
 const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
 const batch = (b: Partial<EngineBatch>): EngineBatch => ({ tasks: [], deleted: [], servers: [], logs: [], tools_changed: [], ...b });
@@ -17,10 +18,10 @@ type Pending<T> = { resolve: (v: T) => void; reject: (e: unknown) => void };
  */
 class HandStore implements HistoryReads {
   readonly live = true;
-  pages: { filter: TaskFilter; cursor: PageCursor | null; reply: Pending<TaskPage> }[] = [];
+  pages: { filter: TaskFilter; offset: number; limit: number; reply: Pending<TaskSummary[]> }[] = [];
   asked: { ids: string[]; reply: Pending<string[]> }[] = [];
-  page(filter: TaskFilter, cursor: PageCursor | null): Promise<TaskPage> {
-    return new Promise((resolve, reject) => this.pages.push({ filter, cursor, reply: { resolve, reject } }));
+  window(filter: TaskFilter, offset: number, limit: number): Promise<TaskSummary[]> {
+    return new Promise((resolve, reject) => this.pages.push({ filter, offset, limit, reply: { resolve, reject } }));
   }
   counts(): Promise<StatusCounts> {
     return Promise.resolve(NO_COUNTS);
@@ -35,7 +36,8 @@ class HandStore implements HistoryReads {
     await settle();
     const p = this.pages.shift();
     expect(p, 'a page was asked for').toBeDefined();
-    p!.reply.resolve({ items, next: null });
+    // Shorter than asked: the list ends with it.
+    p!.reply.resolve(items);
     await settle();
   }
   async answerMatches(found: string[]): Promise<string[]> {
@@ -176,3 +178,218 @@ describe('a filter kept true by live changes', () => {
     pager.dispose();
   });
 });
+
+/** A list of `n` finished tasks, newest first, and a store that answers from it at once. */
+class ListStore implements HistoryReads {
+  readonly live = true;
+  asks: { offset: number; limit: number }[] = [];
+  /** Pages held back until the test lets them go (`release`). */
+  hold = false;
+  held: (() => void)[] = [];
+  constructor(public list: TaskSummary[]) {}
+  window(_filter: TaskFilter, offset: number, limit: number): Promise<TaskSummary[]> {
+    this.asks.push({ offset, limit });
+    return new Promise((resolve) => {
+      // Read when answered, as the store reads when the command runs.
+      const answer = () => resolve(this.list.slice(offset, offset + limit));
+      if (this.hold) this.held.push(answer);
+      else answer();
+    });
+  }
+  counts(): Promise<StatusCounts> {
+    const n = this.list.length;
+    return Promise.resolve({ ...NO_COUNTS, completed: n, total: n });
+  }
+  snippets(): Promise<Snippet[]> {
+    return Promise.resolve([]);
+  }
+  matches(): Promise<string[]> {
+    return Promise.resolve([]);
+  }
+  async release(): Promise<void> {
+    const held = this.held;
+    this.held = [];
+    for (const answer of held) answer();
+    await settle();
+  }
+}
+
+const START = Date.UTC(2025, 0, 1);
+const nth = (i: number, n: number) =>
+  task({ id: `t${String(i).padStart(6, '0')}`, status: 'completed', created_at: new Date(START + (n - i) * 1000).toISOString() });
+const listOf = (n: number) => Array.from({ length: n }, (_, i) => nth(i, n));
+
+async function scrolled(n: number) {
+  const source = new EngineStore((commit) => commit());
+  const store = new ListStore(listOf(n));
+  const pager = new TaskPager(source, store);
+  pager.setFilter(filterOf('all', null, ''));
+  pager.show(0, 25);
+  for (let i = 0; i < 5; i++) await settle();
+  const at = (i: number) => rowAt(pager.rows, i)?.id;
+  return { source, store, pager, at };
+}
+
+/** Past a drag's pause (the pager reads only what is shown while dragged, at most every 100 ms). */
+async function settled() {
+  for (let i = 0; i < 10; i++) await settle();
+  await new Promise((r) => setTimeout(r, 170));
+  for (let i = 0; i < 10; i++) await settle();
+}
+
+describe('the list read by position', () => {
+  it('a jump to the middle of 100,000 tasks reads that stretch and nothing between it and the top', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    expect(at(0)).toBe('t000000');
+    expect(pager.rows.total).toBe(100_000);
+    const before = store.asks.length;
+    pager.show(50_000, 50_025);
+    await settled();
+    expect(at(50_000)).toBe('t050000');
+    expect(at(50_024)).toBe('t050024');
+    const jumped = store.asks.slice(before);
+    expect(jumped[0]?.offset, 'the first read is the stretch on screen').toBe(50_000);
+    expect(jumped.every((a) => a.offset >= 50_000 - 1000 && a.offset + a.limit <= 50_025 + 1000)).toBe(true);
+    expect(rowAt(pager.rows, 20_000), 'nothing between was read').toBeUndefined();
+    pager.dispose();
+  });
+
+  it('dragged far every frame, it reads the rows shown at most every 100 ms, and the rows around once it stops', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    await settled();
+    const before = store.asks.length;
+    const t0 = performance.now();
+    for (let frame = 1; frame <= 30; frame++) {
+      pager.show(frame * 3_000, frame * 3_000 + 25);
+      await new Promise((r) => setTimeout(r, 16));
+    }
+    const took = performance.now() - t0;
+    const during = store.asks.length - before;
+    expect(during).toBeLessThanOrEqual(Math.ceil(took / 100) + 1);
+    expect(store.asks.slice(before).every((a) => a.limit <= 50), 'what is shown and a screen more').toBe(true);
+    await settled();
+    expect(at(90_000)).toBe('t090000');
+    expect(at(90_300), 'read around once stopped').toBe('t090300');
+    pager.dispose();
+  });
+
+  it('scrolled up, the rows read beyond the shown ones are above them', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    pager.show(60_000, 60_025);
+    await settled();
+    const before = store.asks.length;
+    pager.show(40_000, 40_025);
+    await settled();
+    const first = store.asks[before]!;
+    expect(first.offset + first.limit, 'it ends with the shown rows').toBe(40_025);
+    expect(first.offset).toBeLessThan(40_000);
+    expect(at(40_000)).toBe('t040000');
+    pager.dispose();
+  });
+
+  it('holds only the rows near the viewport, however far the list was scrolled', async () => {
+    const { pager, at } = await scrolled(100_000);
+    for (let i = 1; i <= 12; i++) {
+      const top = i * 8_000;
+      pager.show(top, top + 25);
+      await settled();
+      expect(at(top)).toBe(`t${String(top).padStart(6, '0')}`);
+      expect(loadedCount(pager.rows)).toBeLessThanOrEqual(2 * 1000 + 25 + 400);
+    }
+    pager.dispose();
+  });
+
+  it('a new task at the top moves the rows held far down by one, and the count follows', async () => {
+    const { source, store, pager, at } = await scrolled(10_000);
+    pager.show(5_000, 5_025);
+    await settled();
+    const fresh = task({ id: 'new', status: 'working', created_at: new Date(START + 20_000_000).toISOString() });
+    store.list = [fresh, ...store.list];
+    source.apply(batch({ tasks: [fresh] }));
+    await settled();
+    expect(pager.rows.total).toBe(10_001);
+    expect(at(5_001), 'the row that was at 5,000').toBe('t005000');
+    expect(at(5_000)).toBe('t004999');
+    // Back at the top, the new task is first.
+    pager.show(0, 25);
+    await settled();
+    expect(at(0)).toBe('new');
+    expect(at(1)).toBe('t000000');
+    pager.dispose();
+  });
+
+  it('a status change patches a row held far down in place, and one not held moves nothing', async () => {
+    const { source, pager, at } = await scrolled(10_000);
+    pager.show(5_000, 5_025);
+    await settled();
+    const shown = rowAt(pager.rows, 5_010)!;
+    source.apply(batch({ tasks: [{ ...shown, status: 'failed', updated_at: new Date(START + 30_000_000).toISOString() }] }));
+    expect(rowAt(pager.rows, 5_010)?.status).toBe('failed');
+    const far = nth(100, 10_000);
+    source.apply(batch({ tasks: [{ ...far, status_message: 'again', updated_at: new Date(START + 30_000_000).toISOString() }] }));
+    expect(at(5_010)).toBe('t005010');
+    expect(pager.rows.total).toBe(10_000);
+    pager.dispose();
+  });
+
+  it('a delete closes the gap of a row held, and one of a row nobody holds has the shown rows read again', async () => {
+    const { source, store, pager, at } = await scrolled(10_000);
+    pager.show(5_000, 5_025);
+    await settled();
+    const purge = (id: string) => ({ id, tool: 'generate_report', server: 'demo', status: 'completed' as const });
+    store.list = store.list.filter((t) => t.id !== 't005010');
+    source.apply(batch({ deleted: [purge('t005010')] }));
+    expect(at(5_010)).toBe('t005011');
+    expect(pager.rows.total).toBe(9_999);
+    store.list = store.list.filter((t) => t.id !== 't000100');
+    const asked = store.asks.length;
+    source.apply(batch({ deleted: [purge('t000100')] }));
+    await settled();
+    expect(store.asks.length, 'read again').toBeGreaterThan(asked);
+    expect(pager.rows.total).toBe(9_998);
+    // Two rows gone before 5,012: the list as the store now has it.
+    expect(at(5_010)).toBe('t005012');
+    expect(at(5_000)).toBe('t005001');
+    pager.dispose();
+  });
+
+  it('a task looked up by id (selected, checked) is still found after the list scrolled far from its row', async () => {
+    const { source, pager } = await scrolled(100_000);
+    expect(pager.byId('t000003')?.id).toBe('t000003');
+    pager.show(80_000, 80_025);
+    await settled();
+    expect(rowAt(pager.rows, 3), 'its row was dropped').toBeUndefined();
+    expect(pager.byId('t000003')?.id).toBe('t000003');
+    source.apply(batch({ deleted: [{ id: 't000003', tool: 'generate_report', server: 'demo', status: 'completed' }] }));
+    expect(pager.byId('t000003'), 'deleted: gone').toBeUndefined();
+    pager.dispose();
+  });
+
+  it('a task made and finished while a page is on its way shows finished, wherever the page was read', async () => {
+    const { source, store, pager, at } = await scrolled(1_000);
+    store.hold = true;
+    pager.show(500, 525);
+    await settle();
+    const made = task({ id: 'made', status: 'working', created_at: new Date(START + 20_000_000).toISOString(), updated_at: at9() });
+    store.list = [made, ...store.list];
+    source.apply(batch({ tasks: [made] }));
+    const done = { ...made, status: 'completed' as const, updated_at: new Date(START + 20_000_100).toISOString() };
+    store.list = [done, ...store.list.slice(1)];
+    source.apply(batch({ tasks: [done] }));
+    // The page was read after the task was made: its rows already count it.
+    store.hold = false;
+    await store.release();
+    await settled();
+    expect(at(501), 'the row that was at 500').toBe('t000500');
+    pager.show(0, 25);
+    await settled();
+    expect(rowAt(pager.rows, 0)).toMatchObject({ id: 'made', status: 'completed' });
+    expect(at(1)).toBe('t000000');
+    expect(pager.rows.total).toBe(1_001);
+    pager.dispose();
+  });
+});
+
+function at9() {
+  return new Date(START + 20_000_000).toISOString();
+}

@@ -54,6 +54,7 @@ export type Commands = {
   set_viewing_task: { args: { id: string | null }; response: null };
   ui_ready: { args: Record<string, never>; response: null };
   task_page: { args: { filter: TaskFilter; cursor: PageCursor | null; limit: number }; response: TaskPage };
+  task_window: { args: { filter: TaskFilter; offset: number; limit: number }; response: Array<TaskSummary> };
   task_counts: { args: { filter: TaskFilter }; response: StatusCounts };
   search_snippets: { args: { ids: Array<string>; search: string }; response: Array<Snippet> };
   task_matches: { args: { filter: TaskFilter; ids: Array<string> }; response: Array<string> };
