@@ -651,8 +651,7 @@ pub async fn task_window(
     offset: u32,
     limit: u32,
 ) -> Result<Vec<TaskSummary>> {
-    let store = engine(&state)?.store().clone();
-    blocking(move || crate::history::window(&store, &filter, offset as usize, limit as usize)).await
+    read(&state, move |store| crate::history::window(&store, &filter, offset as usize, limit as usize)).await
 }
 
 /// Tasks per status under `filter` (its statuses aside), counted by the store.
