@@ -234,7 +234,8 @@ function purgedIn(p: Purged, f: TaskFilter): boolean | null {
   return true;
 }
 
-function insertionPoint(items: readonly TaskSummary[], t: TaskSummary, order: (a: TaskSummary, b: TaskSummary) => number): number {
+/** Where `t` goes among `items`, which are in `order`: after every row that sorts with it or before. */
+export function insertionPoint(items: readonly TaskSummary[], t: TaskSummary, order: (a: TaskSummary, b: TaskSummary) => number): number {
   let lo = 0;
   let hi = items.length;
   while (lo < hi) {

@@ -11,7 +11,7 @@
  * webview.
  */
 import type { Purged, TaskFilter, TaskSummary } from '../lib/types';
-import { hasSearch, listOrder, matchesFilter, pinnedFirst, type Change } from './history';
+import { hasSearch, insertionPoint, listOrder, matchesFilter, pinnedFirst, type Change } from './history';
 
 export type Run = { readonly start: number; readonly items: readonly TaskSummary[] };
 
@@ -162,17 +162,6 @@ function place(rows: Rows, t: TaskSummary, order: (a: TaskSummary, b: TaskSummar
   if (last !== undefined && endOf(last) >= rows.total) return { run: runs.length - 1, at: last.items.length };
   if (last === undefined && rows.total === 0) return { run: -1, at: 0 };
   return { gap: runs.length };
-}
-
-function insertionPoint(items: readonly TaskSummary[], t: TaskSummary, order: (a: TaskSummary, b: TaskSummary) => number): number {
-  let lo = 0;
-  let hi = items.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (order(items[mid]!, t) <= 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** Runs from `k` on moved by `by` rows. */
