@@ -123,6 +123,12 @@ test('a store found damaged after the first paint shows the banner, refuses ever
       const read = await refusal(driver, 'task_counts', { filter: {} });
       assert.equal(read.code, 'engine_unavailable', JSON.stringify(read));
 
+      // As a person meets it: the star on a row is refused with the same words, and stays off.
+      await (await waitFor(driver, `[data-testid="task-row"][data-task-id="${ids[1]}"] [data-testid="task-pin"]`)).click();
+      const failure = await waitFor(driver, '.toolbar.notes [role="alert"]', 15000);
+      const said = await eventually(async () => ((await failure.getText()).includes('damaged') ? failure.getText() : undefined), 10000);
+      assert.ok(said && said.includes(store), `the refused pin said: ${said}`);
+
       // What was read before stays on screen, under the banner, as it was.
       const still = await rowIds(driver);
       assert.ok(still && ids.every((id) => still.includes(id)), `the rows read before went away: ${still}`);
