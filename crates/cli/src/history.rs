@@ -63,7 +63,12 @@ pub fn export(
     let format: ExportFormat = format.parse().map_err(CliError::usage)?;
     let query = TaskQuery { statuses: status.into_iter().collect(), search, ..Default::default() };
     let store = crate::read_store(paths)?;
-    let write = |out: &mut dyn Write| -> Result<usize> { Ok(export_to(store.as_ref(), &query, format, out)?) };
+    // The check's outcome comes before a file is put in place: a damaged store leaves no export
+    // that looks whole (what went to stdout is already out, and the exit says it is not).
+    let write = |out: &mut dyn Write| -> Result<usize> {
+        let written = export_to(store.as_ref(), &query, format, out).map_err(CliError::from);
+        crate::once_checked(store.as_ref(), written)
+    };
     match output {
         Some(path) => {
             let mut n = 0;

@@ -109,53 +109,64 @@ async fn dispatch(cli: Cli) -> Result<u8> {
     }
     match cli.command {
         Command::Tasks { status, server, tool, search, limit, before, json } => {
-            let tasks = match read_store(&paths)? {
-                Some(store) => {
-                    let before = match before {
-                        Some(b) => Some(store.resolve_prefix(&b).map_err(not_found)?.id),
-                        None => None,
-                    };
-                    let query = TaskQuery {
-                        statuses: status.into_iter().collect(),
-                        server,
-                        tool,
-                        search,
-                        ..Default::default()
-                    };
-                    store.records(&query, &PageRequest { before, limit })?.items
+            let store = read_store(&paths)?;
+            let listed = (|| {
+                let tasks = match &store {
+                    Some(store) => {
+                        let before = match before {
+                            Some(b) => Some(store.resolve_prefix(&b).map_err(not_found)?.id),
+                            None => None,
+                        };
+                        let query = TaskQuery {
+                            statuses: status.into_iter().collect(),
+                            server,
+                            tool,
+                            search,
+                            ..Default::default()
+                        };
+                        store.records(&query, &PageRequest { before, limit })?.items
+                    }
+                    None if before.is_some() => {
+                        return Err(CliError::runtime(format!("no task with id {}", before.unwrap_or_default())));
+                    }
+                    None => Vec::new(),
+                };
+                if json {
+                    output::print_json(&tasks);
+                } else if tasks.is_empty() {
+                    eprintln!("no tasks{}", status.map(|s| format!(" with status {s}")).unwrap_or_default());
+                } else {
+                    terminal::out(&output::tasks_table(&tasks));
                 }
-                None if before.is_some() => {
-                    return Err(CliError::runtime(format!("no task with id {}", before.unwrap_or_default())));
-                }
-                None => Vec::new(),
-            };
-            if json {
-                output::print_json(&tasks);
-            } else if tasks.is_empty() {
-                eprintln!("no tasks{}", status.map(|s| format!(" with status {s}")).unwrap_or_default());
-            } else {
-                terminal::out(&output::tasks_table(&tasks));
-            }
-            Ok(EXIT_COMPLETED)
+                Ok(EXIT_COMPLETED)
+            })();
+            once_checked(store.as_ref(), listed)
         }
         Command::Show { task, json } => {
             let store = read_store(&paths)?.ok_or_else(|| CliError::runtime(format!("no task with id {task}")))?;
-            let rec = store.resolve_prefix(&task).map_err(not_found)?;
-            let events = output::shown_events(store.events(&rec.id)?);
-            let server_log = logs::of_task(&paths, &rec.server, &rec.id, rec.remote_task_id.as_deref());
-            if json {
-                output::print_json(&output::TaskWithEvents { task: &rec, events: &events, server_log: &server_log });
-            } else {
-                let mut text = output::show_task(&rec, &events);
-                if !server_log.is_empty() {
-                    text.push_str("server log:\n");
-                    for line in &server_log {
-                        text.push_str(&format!("  {}\n", logs::human(line)));
+            let shown = (|| {
+                let rec = store.resolve_prefix(&task).map_err(not_found)?;
+                let events = output::shown_events(store.events(&rec.id)?);
+                let server_log = logs::of_task(&paths, &rec.server, &rec.id, rec.remote_task_id.as_deref());
+                if json {
+                    output::print_json(&output::TaskWithEvents {
+                        task: &rec,
+                        events: &events,
+                        server_log: &server_log,
+                    });
+                } else {
+                    let mut text = output::show_task(&rec, &events);
+                    if !server_log.is_empty() {
+                        text.push_str("server log:\n");
+                        for line in &server_log {
+                            text.push_str(&format!("  {}\n", logs::human(line)));
+                        }
                     }
+                    terminal::out(&text);
                 }
-                terminal::out(&text);
-            }
-            Ok(EXIT_COMPLETED)
+                Ok(EXIT_COMPLETED)
+            })();
+            once_checked(Some(&store), shown)
         }
         Command::Import { from, all, servers, dry_run } => import::run(&paths, from, all, servers, dry_run),
         Command::Models { action } => models::run(&paths.data_dir, action).await,
@@ -165,10 +176,12 @@ async fn dispatch(cli: Cli) -> Result<u8> {
         Command::Logs { server, follow, json } => logs::logs(&paths, &server, follow, json).await,
         Command::Prune { older_than, keep, status, dry_run: true, json } => {
             let rule = history::retention(older_than, keep, status)?;
-            let report = match read_store(&paths)? {
-                Some(store) => taskdeck_engine::history::prune_dry_run(&store, &rule)?,
-                None => PruneReport { dry_run: true, removed: Vec::new(), space: Default::default() },
+            let store = read_store(&paths)?;
+            let report = match &store {
+                Some(store) => taskdeck_engine::history::prune_dry_run(store, &rule).map_err(CliError::from),
+                None => Ok(PruneReport { dry_run: true, removed: Vec::new(), space: Default::default() }),
             };
+            let report = once_checked(store.as_ref(), report)?;
             history::print_prune(&report, json);
             Ok(EXIT_COMPLETED)
         }
@@ -430,8 +443,6 @@ async fn with_engine(engine: &Engine, command: Command, prepared: Prepared, invo
     }
 }
 
-/// The store for reading only, without the engine's lock; `None` when nothing was ever stored, so
-/// looking does not create a data directory.
 fn idempotency_key(command: &Command) -> Option<String> {
     match command {
         Command::Run { idempotency_key, .. } => idempotency_key.clone(),
@@ -479,12 +490,27 @@ async fn open_engine(paths: Paths, config: Config, key: Option<String>) -> Resul
     }
 }
 
+/// The store for reading only, without the engine's lock; `None` when nothing was ever stored, so
+/// looking does not create a data directory. Its integrity check may still be running: a command
+/// that reports success ends through [`once_checked`].
 pub(crate) fn read_store(paths: &Paths) -> Result<Option<Store>> {
     let file = paths.store_file();
     if !file.exists() {
         return Ok(None);
     }
     Ok(Some(Store::open(file)?))
+}
+
+/// What a reader of [`read_store`] ends with once the store's integrity check has ended. The open
+/// returned before the check did, so what was read could be printed at once; a store the check
+/// finds damaged (in a page the command never read, too) is still never an exit 0: it ends the
+/// command with the error a store refused at open gives (`damaged`, naming the file, exit 1),
+/// whatever the read made of it.
+pub(crate) fn once_checked<T>(store: Option<&Store>, read: Result<T>) -> Result<T> {
+    match store.map(Store::checked) {
+        Some(Err(e)) => Err(e.into()),
+        _ => read,
+    }
 }
 
 fn not_found(e: StoreError) -> CliError {

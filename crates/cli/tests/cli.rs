@@ -735,6 +735,66 @@ fn a_damaged_store_is_refused_before_the_task_is_recorded_or_sent() {
     assert_eq!(std::fs::read(&store).unwrap(), before, "reading wrote to the damaged store");
 }
 
+/// Writes garbage over the root page of the search index's data in a closed store, which stays in
+/// WAL mode with no WAL (as a clean exit leaves it): a page `tasks`, `show`, `export` and `prune
+/// --dry-run` never read, so only the store's integrity check finds it.
+fn damage_search_page(store: &Path) {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+    let root: i64 =
+        conn.query_row("SELECT rootpage FROM sqlite_schema WHERE name = 'task_search_data'", [], |r| r.get(0)).unwrap();
+    drop(conn);
+    assert!(!PathBuf::from(format!("{}-wal", store.display())).exists(), "a WAL is left beside the store");
+    let mut data = std::fs::read(store).unwrap();
+    let (start, len) = (((root - 1) * page_size) as usize, page_size as usize);
+    for (i, b) in data[start..start + len].iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37) ^ 0xC3;
+    }
+    std::fs::write(store, &data).unwrap();
+}
+
+#[test]
+fn a_reader_on_a_store_damaged_where_it_does_not_read_fails_as_a_refusal_at_open_does() {
+    let env = Env::demo();
+    let args = r#"{"n":1,"delay_ms":0}"#;
+    let out = env.run(&["run", "demo", "count", "--args", args, "--json"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    let id = id_of(&out.json());
+    let store = env.data_dir().join("taskdeck.sqlite3");
+    damage_search_page(&store);
+    let before = std::fs::read(&store).unwrap();
+
+    // A command with the engine checks the store before it opens it: the refusal every reader's
+    // failure is to look like.
+    let refused = env.run(&["pin", &id]);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    let refusal = refused.stderr.trim_end().to_owned();
+    assert!(refusal.contains("damaged") && refusal.contains(&store.display().to_string()), "{refused:?}");
+
+    let exported = env.dir.path().join("export.jsonl");
+    let exported_arg = exported.display().to_string();
+    let readers: [&[&str]; 9] = [
+        &["tasks"],
+        &["tasks", "--json"],
+        &["tasks", "--limit", "1"],
+        &["show", &id],
+        &["show", &id, "--json"],
+        &["export"],
+        &["export", "--format", "csv"],
+        &["export", "--output", &exported_arg],
+        &["prune", "--dry-run", "--keep", "0"],
+    ];
+    for reader in readers {
+        let out = env.run(reader);
+        assert_eq!(out.code, 1, "{reader:?}: {out:?}");
+        assert_eq!(out.stderr.trim_end().lines().last(), Some(refusal.as_str()), "{reader:?}: {out:?}");
+    }
+    assert!(!exported.exists(), "an export of a damaged store was put in place");
+    assert_eq!(std::fs::read(&store).unwrap(), before, "reading wrote to the damaged store");
+}
+
 /// Every file and folder under the data directory after a run, with its mode.
 #[cfg(unix)]
 fn modes_under(dir: &Path) -> Vec<(PathBuf, u32)> {

@@ -890,7 +890,7 @@ impl Store {
     /// task's (the server said nothing), and its `updated_at` stays as it was.
     pub fn set_pinned(&self, id: &str, pinned: bool) -> Result<TaskSummary> {
         let n = self
-            .conn()
+            .writer()?
             .prepare_cached("UPDATE tasks SET pinned = ?2 WHERE id = ?1")?
             .execute(rusqlite::params![id, pinned])?;
         if n == 0 {
@@ -904,7 +904,7 @@ impl Store {
     /// real status (the engine cancels it first when asked to force it), and so is the whole
     /// call.
     pub fn delete_tasks(&self, ids: &[String], why: PurgeReason) -> Result<Vec<Purged>> {
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let saved = Deleting::begin(&conn)?;
         let done = (|| {
             let tx = conn.transaction()?;
@@ -928,16 +928,18 @@ impl Store {
         if rule.is_empty() {
             return Ok((Vec::new(), self.space(false)?));
         }
+        // Waits for the check before the candidates are read, so they are read as the pass finds them.
+        drop(self.writer()?);
         let all = self.prune_candidates(rule)?;
         let bulk = self.is_bulk(all.len())?;
         if bulk {
-            crate::search::set_delete_merge(&self.conn(), false)?;
+            crate::search::set_delete_merge(&*self.writer()?, false)?;
         }
         let saved = Deleting::begin(&self.conn())?;
         let removed = self.prune_chunks(&all);
         saved.end(&self.conn())?;
         if bulk {
-            let conn = self.conn();
+            let conn = self.writer()?;
             // Back on, whatever became of the pass; then what it deleted leaves the index at once.
             crate::search::set_delete_merge(&conn, true)?;
             if removed.is_ok() {
@@ -964,7 +966,7 @@ impl Store {
         let mut purged = Vec::with_capacity(all.len());
         for chunk in all.chunks(PURGE_CHUNK) {
             let ids: Vec<String> = chunk.iter().map(|p| p.id.clone()).collect();
-            let mut conn = self.conn();
+            let mut conn = self.writer()?;
             let tx = conn.transaction()?;
             // Looked at again inside the transaction: a task pinned (or changed) since the
             // candidates were read is left alone.
@@ -991,7 +993,7 @@ impl Store {
     /// snapshot can delay that to a later checkpoint, which is not an error.
     pub fn space(&self, vacuum: bool) -> Result<Space> {
         let size = || std::fs::metadata(self.path()).map(|m| m.len()).unwrap_or(0);
-        let conn = self.conn();
+        let conn = if vacuum { self.writer()? } else { self.conn() };
         let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0))?;
         let incremental = mode == 2;
         crate::checkpoint::truncate_wal(&conn);

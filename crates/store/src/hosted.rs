@@ -33,7 +33,7 @@ impl Store {
     /// [`MAX_HOSTED_PER_SERVER`], finished ones dropped before live ones, oldest first. One
     /// transaction.
     pub fn keep_hosted_task(&self, row: &HostedTaskRow) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         let next: i64 = tx
             .prepare_cached("SELECT COALESCE(MAX(seq), 0) + 1 FROM hosted_tasks WHERE server = ?1")?
@@ -95,7 +95,7 @@ impl Store {
 
     /// Removes the server's hosted tasks (its session is gone); returns how many there were.
     pub fn forget_hosted_tasks(&self, server: &str) -> Result<usize> {
-        let conn = self.conn();
+        let conn = self.writer()?;
         Ok(conn.prepare_cached("DELETE FROM hosted_tasks WHERE server = ?1")?.execute([server])?)
     }
 }

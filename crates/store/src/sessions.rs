@@ -55,7 +55,7 @@ impl Store {
     /// Stores `session` as its server's, replacing the one stored before. The hosted tasks of a
     /// session it replaces go with it: no later connection can be asked about them.
     pub fn keep_http_session(&self, session: &HttpSession) -> Result<()> {
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         tx.prepare_cached(
             "DELETE FROM hosted_tasks WHERE server = ?1 AND NOT EXISTS
@@ -83,7 +83,7 @@ impl Store {
 
     /// Removes the session stored for `server`, and its hosted tasks; returns whether there was one.
     pub fn forget_http_session(&self, server: &str) -> Result<bool> {
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         tx.prepare_cached("DELETE FROM hosted_tasks WHERE server = ?1")?.execute([server])?;
         let removed = tx.prepare_cached("DELETE FROM http_sessions WHERE server = ?1")?.execute([server])?;

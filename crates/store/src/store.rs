@@ -131,10 +131,13 @@ impl Store {
         }
     }
 
-    /// Every write's first step: it waits for the check before it takes the connection, so reads
-    /// go on meanwhile.
-    fn writable(&self) -> Result<()> {
-        self.checked()
+    /// The one door of every write: it waits for the check before it takes the connection, so
+    /// reads go on meanwhile, and a store the check found damaged refuses the write with the
+    /// [`StoreError::Damaged`] naming the file. A write that took [`Store::conn`] instead would
+    /// meet the check's lock, which a damaged store keeps, and fail as "database is locked".
+    pub(crate) fn writer(&self) -> Result<MutexGuard<'_, Connection>> {
+        self.checked()?;
+        Ok(self.conn())
     }
 
     /// Tests only, not part of the interface: checkpoints go back to SQLite's own, inside the
@@ -162,6 +165,7 @@ impl Store {
         Ok(capped)
     }
 
+    /// The connection for reading; a write takes it through [`Store::writer`].
     pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock dropped its transaction, which rolls back: the
         // connection is still consistent, so poisoning carries no information here.
@@ -192,8 +196,7 @@ impl Store {
     }
 
     fn create(&self, new: NewTask, indexed: bool) -> Result<TaskRecord> {
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let existing = |tx: &Connection| -> Result<Option<String>> {
             Ok(tx
@@ -270,8 +273,7 @@ impl Store {
     /// as it is (its own writes keep it current), and one that is gone (deleted meanwhile) is
     /// skipped.
     pub fn index_tasks(&self, ids: &[String]) -> Result<()> {
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         for id in ids {
             let indexed = tx
@@ -313,8 +315,7 @@ impl Store {
         ttl_ms: Option<i64>,
         poll_interval_ms: Option<i64>,
     ) -> Result<TaskRecord> {
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         let record = set_remote_in(&tx, id, era, remote_task_id, ttl_ms, poll_interval_ms)?;
         tx.commit()?;
@@ -334,8 +335,7 @@ impl Store {
         updates: Vec<Update>,
     ) -> Result<(Result<TaskRecord>, Vec<Result<TaskRecord>>)> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|u| (id.to_owned(), state::bounded(u))).collect();
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let mut tx = conn.transaction()?;
         // A refusal (the task ended meanwhile) leaves the updates to be judged on their own, as
         // they were when this was two transactions; any other failure writes nothing at all, as
@@ -354,8 +354,7 @@ impl Store {
     /// Applies one update in its own transaction and returns the task as it now is.
     pub fn apply(&self, id: &str, update: Update) -> Result<TaskRecord> {
         let update = state::bounded(update);
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         let (record, searchable) = apply_in(&tx, id, &update, None)?;
         if searchable {
@@ -370,8 +369,7 @@ impl Store {
     /// error is for the transaction itself (begin or commit), in which case nothing was written.
     pub fn apply_batch(&self, updates: Vec<(String, Update)>) -> Result<Vec<Result<TaskRecord>>> {
         let updates: Vec<(String, Update)> = updates.into_iter().map(|(id, u)| (id, state::bounded(u))).collect();
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let mut tx = conn.transaction()?;
         let results = apply_in_batch(&mut tx, &updates, None)?;
         tx.commit()?;
@@ -475,8 +473,7 @@ impl Store {
     /// Fails every live task nobody has updated for longer than `older_than`, in one transaction,
     /// each with a `reclaimed` event. Returns what it reclaimed and why.
     pub fn reclaim(&self, older_than: Duration) -> Result<Vec<Reclaimed>> {
-        self.writable()?;
-        let mut conn = self.conn();
+        let mut conn = self.writer()?;
         let tx = conn.transaction()?;
         let now = time::now();
         let bound = chrono::Duration::from_std(older_than).unwrap_or(chrono::Duration::MAX);

@@ -8,7 +8,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::*;
-use taskdeck_store::{PageRequest, Store, StoreError, TaskQuery, Update};
+use taskdeck_store::{
+    HostedTaskRow, HttpSession, PageRequest, PurgeReason, Retention, Store, StoreError, TaskQuery, Update,
+};
 
 /// Long enough for a write that did not wait to have finished.
 const SETTLE: Duration = Duration::from_millis(300);
@@ -228,6 +230,68 @@ fn a_damaged_store_found_after_a_read_went_on_is_refused_with_nothing_written() 
     let names: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert_eq!(names, vec!["taskdeck.sqlite3".to_owned()], "opening left files behind");
+}
+
+#[test]
+fn every_write_on_a_store_the_check_found_damaged_is_refused_as_damaged_not_as_locked() {
+    // Pins, deletes, retention, the purge log, sessions and hosted questions write past the task
+    // updates: each must say what is wrong with the store, as a refusal at open does, not that
+    // the database is locked (the lock a damaged store's check keeps).
+    let (_dir, path) = closed_store(30);
+    damage(&path, "task_search_data");
+    let before = on_disk(&path);
+
+    let (store, hold) = Store::open_check_later(&path).unwrap();
+    let page = first_page(&store).unwrap();
+    let ids: Vec<String> = page.iter().map(|t| t.id.clone()).collect();
+    // One of them asked while the check had not ended: it waits for the outcome, then is refused.
+    let one = vec![ids[0].clone()];
+    let (waiting, deleter) = in_background(&store, move |s| s.delete_tasks(&one, PurgeReason::User));
+    assert!(waiting.recv_timeout(SETTLE).is_err(), "the delete did not wait for the check");
+    hold.release();
+    let err = waiting.recv_timeout(Duration::from_secs(10)).expect("the delete ended").unwrap_err();
+    assert_damaged_naming(&err, &path);
+    deleter.join().unwrap();
+
+    let session = HttpSession {
+        server: "remote".into(),
+        url: "https://example.invalid/mcp".into(),
+        session_id: "s-1".into(),
+        protocol_version: "2025-11-25".into(),
+        info: serde_json::json!({}),
+    };
+    let hosted = HostedTaskRow {
+        server: "remote".into(),
+        task_id: "h-1".into(),
+        request_id: "7".into(),
+        task: serde_json::json!({"taskId": "h-1", "status": "working"}),
+        outcome: None,
+        terminal: false,
+    };
+    let every_prune = Retention { keep: Some(0), ..Retention::default() };
+    let writes: Vec<(&str, taskdeck_store::Result<()>)> = vec![
+        ("pin", store.set_pinned(&ids[1], true).map(drop)),
+        ("unpin", store.set_pinned(&ids[1], false).map(drop)),
+        ("delete", store.delete_tasks(&ids[2..4], PurgeReason::User).map(drop)),
+        ("prune", store.prune(&every_prune).map(drop)),
+        ("keep a session", store.keep_http_session(&session)),
+        ("forget a session", store.forget_http_session("remote").map(drop)),
+        ("keep a hosted task", store.keep_hosted_task(&hosted)),
+        ("forget hosted tasks", store.forget_hosted_tasks("remote").map(drop)),
+        ("index", store.index_tasks(&ids[..2])),
+        ("reclaim", store.reclaim(Duration::ZERO).map(drop)),
+        ("create", store.create_task(new_task("never")).map(drop)),
+    ];
+    for (what, outcome) in writes {
+        let err = outcome.expect_err(what);
+        assert!(matches!(err, StoreError::Damaged { path: Some(_), .. }), "{what}: {err:?}");
+        assert_damaged_naming(&err, &path);
+    }
+    // What was read stays readable: the damage is in pages the list does not read.
+    assert_eq!(first_page(&store).unwrap().len(), 30);
+    assert!(store.purge_log(0, 10).unwrap().is_empty(), "a purge line was written");
+    drop(store);
+    assert_unchanged(&path, &before);
 }
 
 #[test]
