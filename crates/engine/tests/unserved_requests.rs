@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use support::fixture;
 use taskdeck_engine::config::Paths;
 use taskdeck_engine::sampling::{Completion, ModelError, ModelProvider, Models};
-use taskdeck_engine::{Engine, EngineOptions, TaskRecord};
+use taskdeck_engine::{AnswerInput, Engine, EngineOptions, TaskRecord};
 use taskdeck_protocol::TaskStatus;
+use taskdeck_protocol::question::Asks;
 use taskdeck_protocol::sampling::{CreateMessageParams, CreateMessageResult};
 use taskdeck_store::EventKind;
 use taskdeck_test_support::write_servers_config;
@@ -98,6 +99,39 @@ async fn a_request_taskdeck_cannot_serve_is_answered_so_the_server_can_read_it_a
             assert_eq!(by_key["dirs"]["roots"][0]["uri"], json!(uri), "the roots request, from the grant: {got:?}");
             assert_eq!(by_key.len(), 2, "{got:?}");
         }
+        engine.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sampling_request_offering_tools_is_reviewed_with_them_and_a_tool_call_reply_reaches_the_server() {
+    for era in ["legacy", "modern"] {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let engine = open(dir.path(), era, &[], seen.clone()).await;
+        let rec = engine.run("asking", "search_with_model", json!({})).await.unwrap();
+        // Without `sampling.tools` declared, the server ends the call with a tool error instead.
+        let rec = wait_for(&engine, &rec.id, |r| r.status.is_terminal() || r.question.is_some()).await;
+        assert_eq!(rec.status, TaskStatus::InputRequired, "{era}: {rec:#?}");
+        let question = rec.question.as_ref().unwrap();
+        let Asks::Sampling { sampling } = &question.asks else { panic!("{era}: {question:?}") };
+        assert_eq!(sampling.tools, ["search"], "{era}: the review names the tools offered");
+
+        let completion = engine.sample(&rec.id, None).await.unwrap();
+        assert_eq!(completion.result.content.text(), "I would search.");
+        assert_eq!(*seen.lock().unwrap(), [vec!["search".to_owned()]], "{era}: the model was offered the tool");
+
+        let call = json!({"role": "assistant", "model": "by hand", "stopReason": "toolUse",
+            "content": {"type": "tool_use", "id": "u1", "name": "search", "input": {"q": "3.0 release"}}});
+        engine.answer(&rec.id, AnswerInput::Accept(call.as_object().cloned().unwrap())).await.unwrap();
+        let end = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+        assert_eq!(end.status, TaskStatus::Completed, "{era}: {end:#?}");
+        let got = replies(dir.path());
+        assert_eq!(got.len(), 1, "{era}: {got:?}");
+        let reply = if era == "legacy" { &got[0]["reply"]["result"] } else { &got[0]["reply"]["s"] };
+        assert_eq!(reply["content"]["type"], "tool_use", "{era}: {got:?}");
+        assert_eq!(reply["content"]["name"], "search", "{era}: {got:?}");
+        assert_eq!(reply["content"]["input"], json!({"q": "3.0 release"}), "{era}: {got:?}");
         engine.shutdown().await;
     }
 }
