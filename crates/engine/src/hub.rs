@@ -335,8 +335,8 @@ impl Router for HubRouter {
         }
     }
 
-    fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
-        self.0.upgrade()?.live.task_of_log(server, remote)
+    fn task_of_log(&self, server: &str, remote: Option<&str>, call: Option<&str>) -> Option<String> {
+        self.0.upgrade()?.live.task_of_log(server, remote, call)
     }
 
     fn has_unfinished(&self, server: &str) -> bool {
