@@ -4,6 +4,7 @@
 //! request answered from the grant, and nobody is asked; and a sampling request that offers the
 //! model tools, which a server may send only to a client that declared `sampling.tools`, reaches
 //! the user's review with its tools, the model with them, and the server with the tool call.
+//! A modern server that serves no `subscriptions/listen` is followed by polls, and asked once.
 
 mod support;
 
@@ -48,7 +49,7 @@ async fn open(dir: &Path, era: &str, roots: &[&Path], seen: Arc<Mutex<Vec<Vec<St
     let entry = json!({
         "command": "python3",
         "args": [fixture("asking_server.py")],
-        "env": {"ERA": era, "REPLIES": dir.join("replies.jsonl")},
+        "env": {"ERA": era, "REPLIES": dir.join("replies.jsonl"), "METHODS": dir.join("methods.txt")},
         "era": era,
         "roots": roots,
     });
@@ -134,4 +135,20 @@ async fn a_sampling_request_offering_tools_is_reviewed_with_them_and_a_tool_call
         assert_eq!(reply["content"]["input"], json!({"q": "3.0 release"}), "{era}: {got:?}");
         engine.shutdown().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modern_server_that_serves_no_subscriptions_is_polled_and_asked_once_a_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "modern", &[], Arc::default()).await;
+    for _ in 0..2 {
+        let rec = engine.run("asking", "pick", json!({})).await.unwrap();
+        let end = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+        assert_eq!(end.status, TaskStatus::Completed, "{end:#?}");
+    }
+    let methods = std::fs::read_to_string(dir.path().join("methods.txt")).unwrap();
+    let listens = methods.lines().filter(|m| *m == "subscriptions/listen").count();
+    assert_eq!(listens, 1, "refused once, not asked again: {methods}");
+    assert!(methods.lines().filter(|m| *m == "tasks/get").count() >= 2, "polled instead: {methods}");
+    engine.shutdown().await;
 }

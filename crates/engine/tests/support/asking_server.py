@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A server that asks its client what a host may not be able to serve, in the era ERA names
 (`legacy` or `modern`). Every reply the client sends it is appended to the file REPLIES names, one
-JSON line each (`{"tool", "reply"}`), and each call ends with that reply as its text.
+JSON line each (`{"tool", "reply"}`), and each call ends with that reply as its text. The method
+of every request it gets is appended to the file METHODS names, when set. It serves no
+`subscriptions/listen` (modern): its tasks are followed by polls alone.
 
 - `pick` asks `widgets/pick`, a method no MCP client serves (legacy: a server-to-client request;
   modern: an input request, beside a `roots/list` one).
@@ -131,4 +133,7 @@ for line in sys.stdin.buffer:
         msg = json.loads(line)
     except ValueError:
         continue
+    if os.environ.get("METHODS") and msg.get("method") and msg.get("id") is not None:
+        with open(os.environ["METHODS"], "a") as f:
+            f.write(msg["method"] + "\n")
     (modern if ERA == "modern" else legacy)(msg, msg.get("method"), msg.get("id"))
