@@ -359,7 +359,7 @@ impl Server {
     /// Every line of a server's log passes here, so none is over [`limits::LOG_LINE_BYTES`]: a
     /// note may quote what the server sent (a whole message it would not take), and what the
     /// server log holds is read back, shown and sent to the webview.
-    fn note(&self, source: &'static str, text: String) {
+    pub(crate) fn note(&self, source: &'static str, text: String) {
         self.keep_line(LogLine::plain(now(), source, self.redact(text)));
     }
 

@@ -5,6 +5,7 @@
 //! model tools, which a server may send only to a client that declared `sampling.tools`, reaches
 //! the user's review with its tools, the model with them, and the server with the tool call.
 //! A modern server that serves no `subscriptions/listen` is followed by polls, and asked once.
+//! A legacy question that belongs to no task is cancelled on the server, and its log says so.
 
 mod support;
 
@@ -150,5 +151,24 @@ async fn a_modern_server_that_serves_no_subscriptions_is_polled_and_asked_once_a
     let listens = methods.lines().filter(|m| *m == "subscriptions/listen").count();
     assert_eq!(listens, 1, "refused once, not asked again: {methods}");
     assert!(methods.lines().filter(|m| *m == "tasks/get").count() >= 2, "polled instead: {methods}");
+    engine.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_of_no_task_is_cancelled_on_the_server_and_the_server_log_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path(), "legacy", &[], Arc::default()).await;
+    let rec = engine.run("asking", "ask_after", json!({})).await.unwrap();
+    let end = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+    assert_eq!(end.status, TaskStatus::Completed, "{end:#?}");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while replies(dir.path()).is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "the server's late question got no answer");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(replies(dir.path())[0]["reply"]["result"]["action"], "cancel");
+    let log = engine.server_log("asking").unwrap();
+    assert!(log.iter().any(|l| l.text.contains("belongs to no task here; it was cancelled")), "{log:#?}");
+    assert!(engine.events(&rec.id).unwrap().iter().all(|e| e.kind != EventKind::Question), "nobody was asked");
     engine.shutdown().await;
 }

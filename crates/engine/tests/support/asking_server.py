@@ -9,10 +9,13 @@ of every request it gets is appended to the file METHODS names, when set. It ser
   modern: an input request, beside a `roots/list` one).
 - `search_with_model` asks for a completion with a `search` tool offered to the model, as a server
   may only when the client declared `sampling.tools` (2025-11-25 and 2026-07-28 alike); without
-  that declaration the call ends with a tool error saying so, as a careful server would."""
+  that declaration the call ends with a tool error saying so, as a careful server would.
+- `ask_after` (legacy) answers at once, then asks a question of no task (`elicitation/create`
+  without a related task, once no call is in flight)."""
 import json
 import os
 import sys
+import threading
 
 out = sys.stdout.buffer
 ERA = os.environ.get("ERA", "legacy")
@@ -21,14 +24,19 @@ SEARCH = {"name": "search", "description": "Search the release notes",
 SAMPLING = {"messages": [{"role": "user", "content": {"type": "text", "text": "When did 3.0 ship?"}}],
             "maxTokens": 60, "tools": [SEARCH], "toolChoice": {"mode": "auto"}}
 TOOLS = [{"name": "pick", "inputSchema": {"type": "object"}},
+         {"name": "ask_after", "inputSchema": {"type": "object"}},
          {"name": "search_with_model", "inputSchema": {"type": "object"}}]
 NO_TOOLS = "the client did not declare sampling.tools, so no tool can be offered to its model"
 state = {"caps": {}, "calls": {}, "tasks": {}, "clock": 0}
 
 
+_lock = threading.Lock()
+
+
 def send(obj):
-    out.write(json.dumps(obj).encode() + b"\n")
-    out.flush()
+    with _lock:
+        out.write(json.dumps(obj).encode() + b"\n")
+        out.flush()
 
 
 def record(tool, reply):
@@ -72,6 +80,13 @@ def legacy(msg, method, mid):
             "serverInfo": {"name": "asking", "version": "1"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS}})
+    elif method == "tools/call" and params.get("name") == "ask_after":
+        send({"jsonrpc": "2.0", "id": mid, "result": text_result("asking later")})
+        threading.Timer(0.3, lambda: send({"jsonrpc": "2.0", "id": "late-1", "method": "elicitation/create",
+                                          "params": {"mode": "form", "message": "Anything else?",
+                                                     "requestedSchema": {"type": "object", "properties": {}}}})).start()
+    elif method is None and mid == "late-1":
+        record("ask_after", {k: msg[k] for k in ("result", "error") if k in msg})
     elif method == "tools/call":
         tool = params.get("name")
         if tool == "search_with_model" and not declares_tools(state["caps"]):
