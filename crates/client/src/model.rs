@@ -211,40 +211,28 @@ pub enum SessionEvent {
     /// A task's status changed (from a status notification).
     Task(Box<TaskSnapshot>),
     /// `notifications/progress` for the request that carried `token`.
-    Progress {
-        token: Value,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    },
+    Progress { token: Value, progress: f64, total: Option<f64>, message: Option<String> },
     /// The server asks the user something (legacy `elicitation/create`, `sampling/createMessage`).
     Question(Question),
     /// The server withdrew a question (it cancelled its request).
-    QuestionWithdrawn {
-        key: QuestionKey,
-    },
+    QuestionWithdrawn { key: QuestionKey },
     /// A task the server made of its question here was made or changed: what the host keeps so
     /// that a later connection resuming the session serves it (`Session::carry_hosted`). Sent only
     /// where the session outlives the connection.
     Hosted(crate::hosted::HostedTask),
     /// A URL-mode elicitation was completed out of band.
-    ElicitationComplete {
-        elicitation_id: String,
-    },
+    ElicitationComplete { elicitation_id: String },
     /// The tool list changed; the session's cache is already invalidated.
     ToolsChanged,
-    Log(LoggingMessageParams),
+    /// An MCP log entry; `call` is the progress token of the call whose request stream carried
+    /// it (Streamable HTTP), which then is what the entry is about.
+    Log { entry: LoggingMessageParams, call: Option<String> },
     /// One line the server wrote to stderr.
     Stderr(String),
     /// A server message was not delivered; logged and typed, and the session carries on.
-    Discarded {
-        reason: Discard,
-        detail: String,
-    },
+    Discarded { reason: Discard, detail: String },
     /// The server process is gone; every pending request has failed.
-    Closed {
-        reason: String,
-    },
+    Closed { reason: String },
 }
 
 /// What the session learned about the server when it connected.

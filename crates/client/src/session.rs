@@ -709,7 +709,8 @@ async fn read_loop(shared: Weak<Shared>, mut frames: Box<dyn FrameSource>) {
     while let Some(item) = frames.receive().await {
         let Some(shared) = shared.upgrade() else { return };
         match item {
-            Received::Message(text) => dispatch(&shared, &text),
+            Received::Message(text) => dispatch(&shared, &text, None),
+            Received::OnStream { text, request } => dispatch(&shared, &text, Some(&request)),
             Received::Unreadable { error, start } => {
                 let fault = match &error {
                     FrameError::Line(taskdeck_protocol::framing::FrameError::TooLong { limit }) => {
@@ -767,11 +768,12 @@ fn discard(shared: &Shared, reason: Discard, detail: String) {
     shared.handler.on_event(SessionEvent::Discarded { reason, detail });
 }
 
-fn dispatch(shared: &Shared, text: &str) {
+/// `on`: the request whose stream carried it, where the transport knows.
+fn dispatch(shared: &Shared, text: &str, on: Option<&RequestId>) {
     match Message::parse(text) {
         Ok(Message::Response(r)) => on_response(shared, r),
         Ok(Message::Request(r)) => on_request(shared, r),
-        Ok(Message::Notification(n)) => on_notification(shared, n),
+        Ok(Message::Notification(n)) => on_notification(shared, n, on),
         Err(e) => {
             let detail = format!("{e}: {}", truncate(text, 200));
             let start = &text[..floor_char_boundary(text, FRAME_START)];
@@ -1032,7 +1034,7 @@ fn on_request(shared: &Shared, r: Request) {
     }
 }
 
-fn on_notification(shared: &Shared, n: Notification) {
+fn on_notification(shared: &Shared, n: Notification, on: Option<&RequestId>) {
     let params = n.params.clone().unwrap_or(Value::Null);
     match n.method.as_str() {
         methods::PROGRESS => match serde_json::from_value::<ProgressParams>(params) {
@@ -1101,7 +1103,13 @@ fn on_notification(shared: &Shared, n: Notification) {
             }
         }
         methods::LOG_MESSAGE => match serde_json::from_value(params) {
-            Ok(p) => shared.handler.on_event(SessionEvent::Log(p)),
+            Ok(entry) => {
+                // The call whose stream it came on, by its progress token (the host's task id).
+                let call = on.and_then(|id| {
+                    lock(&shared.state).calls.iter().find(|(_, r)| *r == id).map(|(token, _)| token.clone())
+                });
+                shared.handler.on_event(SessionEvent::Log { entry, call })
+            }
             Err(e) => discard(shared, Discard::InvalidParams, format!("{}: {e}", n.method)),
         },
         methods::TOOLS_LIST_CHANGED => {

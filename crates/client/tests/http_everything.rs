@@ -65,7 +65,7 @@ async fn what_the_server_sends_unasked_arrives_on_the_get_stream() {
     let started = p.session.start_tool("toggle-simulated-logging", json!({}), &StartOptions::default()).await.unwrap();
     assert!(matches!(started, Started::Completed(_)), "{started:?}");
     // Its log messages belong to no request: only the GET stream carries them (every 5 s).
-    p.rec.wait_for(Duration::from_secs(15), "a log message", |e| matches!(e, SessionEvent::Log(_))).await;
+    p.rec.wait_for(Duration::from_secs(15), "a log message", |e| matches!(e, SessionEvent::Log { .. })).await;
 }
 
 #[tokio::test]

@@ -77,7 +77,7 @@ async fn the_legacy_session_and_version_ride_on_every_request_with_the_configure
     let Started::Completed(r) = p.call("echo").await.unwrap() else { panic!("a plain call") };
     assert_eq!(r.joined_text(), "echo");
     // The notification before the answer on the same stream reached the session.
-    p.rec.wait_for(Duration::from_secs(2), "the log line", |e| matches!(e, SessionEvent::Log(_))).await;
+    p.rec.wait_for(Duration::from_secs(2), "the log line", |e| matches!(e, SessionEvent::Log { .. })).await;
     let reqs = fixture_log(&p.log);
     let sent = reqs.iter().filter(|r| r.get("headers").is_some());
     assert!(sent.clone().count() > 3 && sent.clone().all(|r| r["headers"]["x-api-key"] == "secret-key"), "{reqs:#?}");

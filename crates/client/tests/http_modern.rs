@@ -44,7 +44,7 @@ async fn a_modern_task_runs_over_http_with_every_header_matching_its_body() {
     };
     assert_eq!(t.status, TaskStatus::Working);
     // The notification the call's own stream carried before its answer.
-    p.rec.wait_for(Duration::from_secs(2), "the log line", |e| matches!(e, SessionEvent::Log(_))).await;
+    p.rec.wait_for(Duration::from_secs(2), "the log line", |e| matches!(e, SessionEvent::Log { .. })).await;
     let mut done = None;
     for _ in 0..50 {
         let s = p.session.get_task(&t.task_id).await.unwrap();

@@ -90,7 +90,7 @@ async fn the_log_level_rides_every_modern_request_and_without_it_no_entry_comes(
     let asked = |s: &Started| matches!(s, Started::InputRequired(_));
     assert!(asked(&session.start_tool("publish_notes", json!({}), &opts).await.unwrap()));
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let logged = |rec: &Recorder| rec.events().iter().filter(|e| matches!(e, SessionEvent::Log(_))).count();
+    let logged = |rec: &Recorder| rec.events().iter().filter(|e| matches!(e, SessionEvent::Log { .. })).count();
     assert_eq!(logged(&rec), 0, "no level asked, no entries");
 
     assert!(!session.set_log_level("debug").await.unwrap(), "nothing is sent for it in this era");
@@ -98,7 +98,7 @@ async fn the_log_level_rides_every_modern_request_and_without_it_no_entry_comes(
     rec.wait_for(
         Duration::from_secs(5),
         "the debug entry",
-        |e| matches!(e, SessionEvent::Log(l) if l.level == "debug"),
+        |e| matches!(e, SessionEvent::Log { entry, .. } if entry.level == "debug"),
     )
     .await;
     assert_eq!(logged(&rec), 1, "{:?}", rec.events());

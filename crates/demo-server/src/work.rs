@@ -179,6 +179,9 @@ pub async fn run_tool(
         GENERATE_REPORT => generate_report(run, args, checkpoint).await,
         DIAGNOSE_INCIDENT => diagnose_incident(run, args, row).await,
         NOTES_SEARCH => {
+            // An entry about this call alone, for hosts telling apart calls in flight together.
+            let query = args.get("query").and_then(Value::as_str).unwrap_or_default();
+            run.log_as("demo.search", "info", format!("searching the notes for {query:?}"));
             if let Some(ms) = args.get("delay_ms").and_then(Value::as_u64) {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
             }

@@ -182,7 +182,11 @@ impl Hub {
         } else {
             Reply::Result(serde_json::to_value(ElicitResult::cancel()).unwrap_or_default())
         };
-        if let Some(session) = self.servers.get(server).and_then(|s| s.current_session()) {
+        let Some(running) = self.servers.get(server) else { return };
+        // The user sees why the server got a cancel where they never saw a question.
+        let what = if q.is_sampling() { "a language model's reply" } else { "a question" };
+        running.note("taskdeck", format!("the server asked for {what} that belongs to no task here; it was cancelled"));
+        if let Some(session) = running.current_session() {
             tokio::spawn(async move {
                 let _ = session.reply(&q.key, None, reply).await;
             });
@@ -335,8 +339,8 @@ impl Router for HubRouter {
         }
     }
 
-    fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
-        self.0.upgrade()?.live.task_of_log(server, remote)
+    fn task_of_log(&self, server: &str, remote: Option<&str>, call: Option<&str>) -> Option<String> {
+        self.0.upgrade()?.live.task_of_log(server, remote, call)
     }
 
     fn has_unfinished(&self, server: &str) -> bool {

@@ -179,14 +179,19 @@ impl Live {
     }
 
     /// The local task a server's log entry belongs to: the task its related-task id names, or
-    /// the one plain call in flight on that server (an entry sent during it). Never a guess among
-    /// several: an entry tied to the wrong task would mislead more than one left on the server's log.
-    pub fn task_of_log(&self, server: &str, remote: Option<&str>) -> Option<String> {
+    /// the call in flight on that server whose request stream carried it (`call`, the local id the
+    /// session knows it by; none when that call is not in flight), or the one plain call in flight on that server (an entry sent during
+    /// it). Never a guess among several: an entry tied to the wrong task would mislead more than
+    /// one left on the server's log.
+    pub fn task_of_log(&self, server: &str, remote: Option<&str>, call: Option<&str>) -> Option<String> {
         let live = lock(&self.0);
-        match remote {
-            Some(remote) => Self::local_for_remote(&live, server, remote),
-            None => match live.plain_calls.get(server).map(Vec::as_slice) {
-                Some([only]) => Some(only.clone()),
+        let calls = live.plain_calls.get(server).map(Vec::as_slice).unwrap_or_default();
+        match (remote, call) {
+            (Some(remote), _) => Self::local_for_remote(&live, server, remote),
+            // The stream names the call: another one in flight is never the answer.
+            (None, Some(call)) => calls.iter().find(|c| *c == call).cloned(),
+            (None, None) => match calls {
+                [only] => Some(only.clone()),
                 _ => None,
             },
         }

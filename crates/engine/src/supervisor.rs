@@ -218,8 +218,9 @@ pub(crate) trait Router: Send + Sync + 'static {
     }
 
     /// The local task an MCP log entry of `server` belongs to: the one its related-task `_meta`
-    /// names (`remote`), or else the plain call it arrived during.
-    fn task_of_log(&self, _server: &str, _remote: Option<&str>) -> Option<String> {
+    /// names (`remote`), or else the call whose stream carried it (`call`, its local id), or else
+    /// the plain call it arrived during.
+    fn task_of_log(&self, _server: &str, _remote: Option<&str>, _call: Option<&str>) -> Option<String> {
         None
     }
 }
@@ -358,20 +359,20 @@ impl Server {
     /// Every line of a server's log passes here, so none is over [`limits::LOG_LINE_BYTES`]: a
     /// note may quote what the server sent (a whole message it would not take), and what the
     /// server log holds is read back, shown and sent to the webview.
-    fn note(&self, source: &'static str, text: String) {
+    pub(crate) fn note(&self, source: &'static str, text: String) {
         self.keep_line(LogLine::plain(now(), source, self.redact(text)));
     }
 
     /// An MCP log entry (`notifications/message`): kept in the same log as stderr, with its level,
     /// and tied to the task it names, whose timeline shows it.
-    fn note_mcp(&self, entry: &taskdeck_protocol::types::LoggingMessageParams) {
+    fn note_mcp(&self, entry: &taskdeck_protocol::types::LoggingMessageParams, call: Option<&str>) {
         let remote = entry
             .extra
             .get("_meta")
             .and_then(|m| m.get(taskdeck_protocol::meta::RELATED_TASK))
             .and_then(|r| r.get("taskId"))
             .and_then(serde_json::Value::as_str);
-        let task = self.router.task_of_log(&self.config.name, remote);
+        let task = self.router.task_of_log(&self.config.name, remote, call);
         let mut line = LogLine::mcp(now(), &entry.level, entry.logger.as_deref(), &entry.data, task, remote);
         line.text = limits::log_line(self.redact(std::mem::take(&mut line.text)));
         self.keep_line(line);
@@ -713,7 +714,7 @@ impl SessionHandler for Relay {
         let Some(server) = self.server.upgrade() else { return };
         match &event {
             SessionEvent::Stderr(line) => server.note("stderr", line.clone()),
-            SessionEvent::Log(entry) => server.note_mcp(entry),
+            SessionEvent::Log { entry, call } => server.note_mcp(entry, call.as_deref()),
             SessionEvent::Discarded { reason, detail } => {
                 server.note("taskdeck", format!("ignored a message from the server ({reason:?}): {detail}"))
             }

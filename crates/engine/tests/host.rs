@@ -249,3 +249,32 @@ async fn the_demo_servers_log_entries_name_their_task_in_both_eras() {
         engine.shutdown().await;
     }
 }
+
+/// Modern only: the demo server's legacy era sends a plain call's entries on the session's GET
+/// stream, which names no request, so there the one call in flight is all that names a task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_modern_http_two_plain_calls_in_flight_each_get_the_entries_their_own_stream_brought() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = taskdeck_test_support::demo_server_http(&dir.path().join("state"), "127.0.0.1:0");
+    let mut entry = server.entry(Some("modern"));
+    entry["logLevel"] = json!("info");
+    write_servers_config(&dir.path().join("servers.json"), [("demo", entry)]);
+    let engine = open(dir.path()).await;
+    let search = |query: &str| json!({"query": query, "delay_ms": 1500});
+    let first = engine.run("demo", "notes_search", search("alpha")).await.unwrap();
+    // The second call's entry comes while the first is still in flight.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let second = engine.run("demo", "notes_search", search("beta")).await.unwrap();
+    for rec in [&first, &second] {
+        let done = wait_for(&engine, &rec.id, |r| r.status.is_terminal()).await;
+        assert_eq!(done.status, TaskStatus::Completed, "{done:#?}");
+    }
+    let log = engine.server_log("demo").unwrap();
+    let named = |id: &str| -> Vec<String> {
+        log.iter().filter(|l| l.source == "mcp" && l.task.as_deref() == Some(id)).map(|l| l.text.clone()).collect()
+    };
+    assert_eq!(named(&first.id), [r#"searching the notes for "alpha""#], "{log:#?}");
+    assert_eq!(named(&second.id), [r#"searching the notes for "beta""#], "{log:#?}");
+    engine.shutdown().await;
+    drop(server);
+}

@@ -929,7 +929,10 @@ async fn read_stream(
                             inner.deliver(Received::Message(answer.to_string())).await;
                             return StreamEnd::Answered;
                         }
-                        None => inner.deliver(Received::Message(text)).await,
+                        None => match answering {
+                            Some((id, _)) => inner.deliver(Received::OnStream { text, request: id.clone() }).await,
+                            None => inner.deliver(Received::Message(text)).await,
+                        },
                     }
                 }
                 SseItem::Unreadable { error, start } => {

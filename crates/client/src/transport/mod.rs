@@ -17,6 +17,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
+use taskdeck_protocol::RequestId;
+
 /// The futures a transport returns: boxed, so a transport can sit behind `dyn`.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -39,6 +41,10 @@ pub struct Identity {
 pub enum Received {
     /// One whole message's text, not yet parsed.
     Message(String),
+    /// One whole message that came on the stream answering request `request` (Streamable
+    /// HTTP's answer to a POST): a notification there is about that request, which names the
+    /// call a log entry belongs to even while other calls are in flight.
+    OnStream { text: String, request: RequestId },
     /// Something arrived that is not a message the transport can hand on (too long, not text).
     /// The session reports it as [`SessionEvent::Discarded`](crate::SessionEvent::Discarded), and
     /// fails the request it answered: `start` is the frame's first bytes (at most

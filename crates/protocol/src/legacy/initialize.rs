@@ -32,13 +32,14 @@ pub struct InitializeResult {
 
 /// What Taskdeck really supports as a legacy client: form and URL elicitation (also as the
 /// answer to a task's question), sampling (a question reviewed by the user; no `context`, which
-/// Taskdeck never attaches, and no `tools`, which no configured model is known to take), roots
+/// Taskdeck never attaches; `tools`, since the review shows them, a reply written by hand may call
+/// one, and both provider kinds pass them to the model: without it a server may not offer any), roots
 /// (the user's grant, whose changes Taskdeck announces), and both questions as tasks hosted here (`tasks.requests`, served by the client's
 /// `hosted.rs`: `tasks/get`, `tasks/result`, `tasks/cancel`), since a person may answer hours later.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
-        "sampling": {},
+        "sampling": { "tools": {} },
         "roots": { "listChanged": true },
         "tasks": {
             "cancel": {},

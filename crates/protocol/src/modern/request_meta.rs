@@ -7,11 +7,12 @@ use crate::meta;
 use crate::types::Implementation;
 
 /// The capabilities Taskdeck declares as a modern client: form and URL elicitation and sampling
-/// (answered through `inputRequests`), roots, and the tasks extension.
+/// with tools (answered through `inputRequests`; tools as in the legacy era's
+/// [`crate::legacy::initialize::client_capabilities`]), roots, and the tasks extension.
 pub fn client_capabilities() -> Value {
     json!({
         "elicitation": { "form": {}, "url": {} },
-        "sampling": {},
+        "sampling": { "tools": {} },
         "roots": {},
         "extensions": { meta::TASKS_EXTENSION: {} },
     })
