@@ -408,28 +408,3 @@ describe('the list read by position', () => {
 function at9() {
   return new Date(START + 20_000_000).toISOString();
 }
-
-describe('live changes between frames', () => {
-  function framed() {
-    const frames: (() => void)[] = [];
-    const source = new EngineStore((commit) => commit());
-    const store = new HandStore();
-    const pager = new TaskPager(source, store, (commit) => frames.push(commit));
-    pager.setFilter(filterOf('all', null, ''));
-    pager.want(50);
-    const frame = () => frames.splice(0).forEach((f) => f());
-    return { source, store, pager, frame, frames, ids: () => pager.loaded.items.map((t) => t.id) };
-  }
-
-  it('reach the list with the next frame, every batch of that frame at once, in the order they came', async () => {
-    const { source, store, pager, frame, frames, ids } = framed();
-    await store.answerPage([task({ id: 'old', created_at: at(1), status: 'completed' })]);
-    source.apply(batch({ tasks: [task({ id: 'a', created_at: at(3) })] }));
-    source.apply(batch({ tasks: [task({ id: 'b', created_at: at(4) })] }));
-    expect(ids(), 'not between frames').toEqual(['old']);
-    expect(frames.length, 'one frame asked for both batches').toBe(1);
-    frame();
-    expect(ids()).toEqual(['b', 'a', 'old']);
-    pager.dispose();
-  });
-});
