@@ -10,7 +10,6 @@
  * without searching again.
  */
 import { engine, type EngineStore } from '../lib/engine.svelte';
-import { nextFrame, type Schedule } from '../lib/paint';
 import { call, errorText, inApp, searchSnippets, taskCounts } from '../lib/ipc';
 import type { Purged, Snippet, StatusCounts, TaskFilter, TaskSummary } from '../lib/types';
 import { ALL_TASKS, hasSearch, matchesFilter, NO_COUNTS, pinnedFirst, searchMayMove, totalOf, type Change } from './history';
@@ -96,13 +95,6 @@ export class TaskPager {
   #unsubscribe: () => void;
   #source: EngineStore;
   #reads: HistoryReads;
-  #schedule: Schedule;
-  /**
-   * Changes heard since the last frame, applied with the next one: a batch arrives between two
-   * frames, and the rows it changed, built then, made WebKit draw a frame of their own and pushed
-   * the next one late. The engine store shows its own table per frame for the same reason.
-   */
-  #heard: { changes: readonly Change[]; deleted: readonly Purged[] }[] | null = null;
   /** The whole list's first screen was taken from the engine store's start-up read. */
   #seeded = false;
   /**
@@ -121,10 +113,9 @@ export class TaskPager {
   /** Tasks of the question on its way that changed or went since it was sent: its answer on them is old. */
   #stale = new Set<string>();
 
-  constructor(source: EngineStore = engine, reads: HistoryReads = APP_READS, schedule: Schedule = nextFrame) {
+  constructor(source: EngineStore = engine, reads: HistoryReads = APP_READS) {
     this.#source = source;
     this.#reads = reads;
-    this.#schedule = schedule;
     this.#unsubscribe = source.onChanges((changes, deleted) => this.#follow(changes, deleted));
   }
 
@@ -146,7 +137,6 @@ export class TaskPager {
   }
 
   #restart(filter: TaskFilter): void {
-    this.#catchUp(false);
     this.#generation += 1;
     this.filter = filter;
     this.rows = NO_ROWS;
@@ -278,8 +268,6 @@ export class TaskPager {
       });
       return;
     }
-    // A read sent now sees every change heard so far: they go in first, as they would have unheld.
-    this.#catchUp(false);
     const next = this.#next();
     if (next === null) return;
     this.#inflight = generation;
@@ -330,7 +318,6 @@ export class TaskPager {
   }
 
   async #counts(): Promise<void> {
-    this.#catchUp(false);
     const generation = this.#generation;
     try {
       const counts = await this.#reads.counts(this.filter);
@@ -347,25 +334,7 @@ export class TaskPager {
   }
 
   #follow(changes: readonly Change[], deleted: readonly Purged[]): void {
-    const first = this.#heard === null;
-    (this.#heard ??= []).push({ changes: changes.slice(), deleted: deleted.slice() });
-    if (first) this.#schedule(() => this.#catchUp(true));
-  }
-
-  /**
-   * Applies the changes heard since the last frame, in the order they came (after the page on
-   * its way, when one is). `fill`: read what they left to read; not when the caller reads next.
-   */
-  #catchUp(fill: boolean): void {
-    const heard = this.#heard;
-    if (heard === null) return;
-    this.#heard = null;
-    if (this.#inflight === this.#generation) {
-      (this.#queued ??= []).push(...heard);
-      return;
-    }
-    for (const h of heard) this.#run(h);
-    if (fill) this.#fill();
+    this.#later({ changes: changes.slice(), deleted: deleted.slice() });
   }
 
   /** Applies now, or once the page on its way is in. */
