@@ -29,3 +29,47 @@ export function revealRow(index: number, scrollTop: number, viewport: number, ro
   if (bottom > scrollTop + viewport) return Math.max(0, bottom - viewport);
   return scrollTop;
 }
+
+/**
+ * Which DOM slot shows each row of the window. A row still in the window keeps its slot; a row
+ * that comes in takes a slot a row that went out left (a loaded row's before a placeholder's, so
+ * a row is rarely built where a placeholder was), and only when none is free is a slot made. A
+ * drag that moves the whole window each frame so refills the same slots instead of tearing the
+ * rows down and building new ones, and a scroll by a row moves one slot from one end to the
+ * other. `ids`: each row's identity (its task's id, or its place while a placeholder);
+ * `loaded[i]`: whether row `i` is a loaded row. Slots are numbers, unique within one window.
+ */
+export class Slots {
+  #of = new Map<string, { slot: number; loaded: boolean }>();
+  #made = 0;
+
+  assign(ids: readonly string[], loaded: readonly boolean[]): number[] {
+    const out: number[] = new Array<number>(ids.length);
+    const next = new Map<string, { slot: number; loaded: boolean }>();
+    const kept = new Set<number>();
+    ids.forEach((id, i) => {
+      const had = this.#of.get(id);
+      // The same id twice in one window (never, but a slot can show one row only): a slot of its own.
+      if (had !== undefined && had.loaded === loaded[i] && !next.has(id)) {
+        out[i] = had.slot;
+        kept.add(had.slot);
+        next.set(id, { slot: had.slot, loaded: loaded[i]! });
+      }
+    });
+    const freeRows: number[] = [];
+    const freeHolders: number[] = [];
+    for (const { slot, loaded: was } of this.#of.values()) {
+      if (!kept.has(slot)) (was ? freeRows : freeHolders).push(slot);
+    }
+    ids.forEach((id, i) => {
+      if (out[i] !== undefined) return;
+      const own = loaded[i] ? freeRows : freeHolders;
+      const other = loaded[i] ? freeHolders : freeRows;
+      const slot = own.pop() ?? other.pop() ?? this.#made++;
+      out[i] = slot;
+      next.set(next.has(id) ? `${id}\u0000${i}` : id, { slot, loaded: loaded[i]! });
+    });
+    this.#of = next;
+    return out;
+  }
+}

@@ -31,6 +31,8 @@ const MAX_MATCHES = 2000;
 const DRAGGING_MS = 150;
 /** The least time between two reads while the list is dragged. */
 const DRAG_READ_MS = 100;
+/** Two far jumps this close are one fast drag (a frame is 16.7 ms; a slow one, more). */
+const RACING_MS = 50;
 const now = () => performance.now();
 /** Tasks looked up by id kept after their rows went (selected and checked ones). */
 const SEEN = 10_000;
@@ -79,6 +81,8 @@ export class TaskPager {
   /** When the view last jumped by more than it shows (a drag): while it does, only what is shown is read. */
   #jumpedAt = -Infinity;
   #settle: ReturnType<typeof setTimeout> | null = null;
+  /** The view jumped far again right after a jump: a drag faster than any read can keep up with. */
+  #racing = false;
   /** When the last read was sent. */
   #readAt = -Infinity;
   /** The list was last scrolled up: what is read beyond the shown rows is above them. */
@@ -158,8 +162,15 @@ export class TaskPager {
   show(start: number, end: number): void {
     const from = Math.max(0, start);
     if (from !== this.#view.start) this.#up = from < this.#view.start;
+    const moved = Math.abs(from - this.#view.start);
+    const shown = Math.max(1, end - start);
     // Moved by more than it shows: a drag or a jump, not a scroll by rows.
-    if (Math.abs(from - this.#view.start) > Math.max(1, end - start)) this.#jumpedAt = now();
+    if (moved > shown) {
+      // Past a page of what is shown and a screen more within a frame of the last jump: a read
+      // sent now would land after the view moved past its rows.
+      this.#racing = moved > 2 * shown && now() - this.#jumpedAt < RACING_MS;
+      this.#jumpedAt = now();
+    } else if (moved > 0) this.#racing = false;
     this.#view = { start: from, end: Math.max(end, start + 1, 1) };
     this.#fill();
   }
@@ -208,6 +219,9 @@ export class TaskPager {
         }, wait + 1);
       }
       if (now() - this.#readAt < DRAG_READ_MS) return null;
+      // Each read costs the page's thread its answer and a frame its time; the rows come once the
+      // drag slows or stops (the timer above).
+      if (this.#racing) return null;
       // Dragged far each frame: rows read ahead would be passed over before they are shown, and
       // each page costs the page's thread its parsing; what is shown now, and a screen more.
       if (shown === null) return null;

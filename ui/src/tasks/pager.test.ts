@@ -273,6 +273,21 @@ describe('the list read by position', () => {
     pager.dispose();
   });
 
+  it('dragged faster than a read could land, it reads only at the first jump, and the rows shown once it stops', async () => {
+    const { store, pager, at } = await scrolled(100_000);
+    await settled();
+    const before = store.asks.length;
+    for (let frame = 1; frame <= 20; frame++) {
+      pager.show(frame * 170, frame * 170 + 25);
+      await new Promise((r) => setTimeout(r, 16));
+    }
+    expect(store.asks.length - before, 'the first jump alone').toBeLessThanOrEqual(1);
+    await settled();
+    expect(at(3_400)).toBe('t003400');
+    expect(at(3_424)).toBe('t003424');
+    pager.dispose();
+  });
+
   it('scrolled up, the rows read beyond the shown ones are above them', async () => {
     const { store, pager, at } = await scrolled(100_000);
     pager.show(60_000, 60_025);

@@ -177,6 +177,14 @@ class Draft {
   lost = false;
   /** A row joined or left: positions after it moved. */
   moved = false;
+  /**
+   * Where each held task is, built on the first look-up and dropped when rows join or leave: a
+   * batch of a hundred progress reports against a thousand held rows looks each up at once
+   * instead of searching every run for each.
+   */
+  #where: Map<string, { k: number; i: number }> | null = null;
+  /** Item arrays this draft made, so changed in place: a batch copies each run once, not per change. */
+  #own = new Set<readonly TaskSummary[]>();
   constructor(
     rows: Rows,
     readonly order: (a: TaskSummary, b: TaskSummary) => number,
@@ -188,11 +196,26 @@ class Draft {
     return { runs: merged(this.runs), total: this.total };
   }
   find(id: string): { k: number; i: number } | null {
-    for (let k = 0; k < this.runs.length; k++) {
-      const i = this.runs[k]!.items.findIndex((t) => t.id === id);
-      if (i >= 0) return { k, i };
+    if (this.#where === null) {
+      const where = new Map<string, { k: number; i: number }>();
+      this.runs.forEach((r, k) =>
+        r.items.forEach((t, i) => {
+          // The first place, as a search from the top would find.
+          if (!where.has(t.id)) where.set(t.id, { k, i });
+        }),
+      );
+      this.#where = where;
     }
-    return null;
+    return this.#where.get(id) ?? null;
+  }
+  /** Run `k`'s items, as an array of this draft's own to change. */
+  #items(k: number): TaskSummary[] {
+    const r = this.runs[k]!;
+    if (this.#own.has(r.items)) return r.items as TaskSummary[];
+    const items = r.items.slice();
+    this.#own.add(items);
+    this.runs[k] = { start: r.start, items };
+    return items;
   }
   /** The whole list is held: a task not held is not in it. */
   whole(): boolean {
@@ -204,10 +227,9 @@ class Draft {
     return this.runs.length === 0 || (this.runs.length === 1 && this.runs[0]!.start === 0);
   }
   removeAt(k: number, i: number): void {
-    const r = this.runs[k]!;
-    const items = r.items.slice();
+    this.#where = null;
+    const items = this.#items(k);
     items.splice(i, 1);
-    this.runs[k] = { start: r.start, items };
     if (items.length === 0) this.runs.splice(k, 1);
     else k += 1;
     shiftFrom(this.runs, k, -1);
@@ -225,6 +247,7 @@ class Draft {
   }
   /** A row joins the list where the order puts it. */
   insert(t: TaskSummary): void {
+    this.#where = null;
     const p = place({ runs: this.runs, total: this.total }, t, this.order);
     this.total += 1;
     this.moved = true;
@@ -236,17 +259,11 @@ class Draft {
       this.runs = [{ start: 0, items: [t] }];
       return;
     }
-    const r = this.runs[p.run]!;
-    const items = r.items.slice();
-    items.splice(p.at, 0, t);
-    this.runs[p.run] = { start: r.start, items };
+    this.#items(p.run).splice(p.at, 0, t);
     shiftFrom(this.runs, p.run + 1, 1);
   }
   replace(k: number, i: number, t: TaskSummary): void {
-    const r = this.runs[k]!;
-    const items = r.items.slice();
-    items[i] = t;
-    this.runs[k] = { start: r.start, items };
+    this.#items(k)[i] = t;
   }
   /** The length moved by a change nobody could place: positions after it are not known. */
   unknown(): void {
