@@ -38,5 +38,7 @@ describe('inertText', () => {
     expect(inertText('abcdef', 4)).toBe('abc…');
     expect(inertText('😀😀😀😀😀', 3)).toBe('😀😀…');
     expect(inertText('abcd', 4)).toBe('abcd');
+    // Longer than the limit in UTF-16 units, not in characters: kept whole.
+    expect(inertText('😀😀😀', 3)).toBe('😀😀😀');
   });
 });

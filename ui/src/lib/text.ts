@@ -30,6 +30,10 @@ export function inertText(value: unknown, maxLength = 500): string {
   // emoji joined by U+200D shows as its parts: a fair price for `ad\u200Bmin` showing as `admin`
   // only when it is.
   const cleaned = text.replace(INVISIBLE, '');
+  // A string no longer in UTF-16 units than the limit is no longer in characters either: only a
+  // longer one pays for splitting into characters, which every row's name and message would
+  // otherwise do each time a scroll hands the row another task.
+  if (cleaned.length <= maxLength) return cleaned;
   const chars = Array.from(cleaned);
   return chars.length > maxLength ? `${chars.slice(0, maxLength - 1).join('')}…` : cleaned;
 }
