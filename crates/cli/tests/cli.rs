@@ -696,10 +696,16 @@ fn damage_tasks_page(store: &Path) {
     let conn = rusqlite::Connection::open(store).unwrap();
     // A rollback journal, so the closed file alone is the whole database and can be compared.
     conn.query_row("PRAGMA journal_mode = DELETE", [], |_| Ok(())).unwrap();
+    drop(conn);
+    overwrite_root_page(store, "tasks");
+}
+
+/// Writes garbage over the root page of `table` in a closed store.
+fn overwrite_root_page(store: &Path, table: &str) {
+    let conn = rusqlite::Connection::open(store).unwrap();
     let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    let root: i64 = conn
-        .query_row("SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'tasks'", [], |r| r.get(0))
-        .unwrap();
+    let root: i64 =
+        conn.query_row("SELECT rootpage FROM sqlite_schema WHERE name = ?1", [table], |r| r.get(0)).unwrap();
     drop(conn);
     let mut data = std::fs::read(store).unwrap();
     let (start, len) = (((root - 1) * page_size) as usize, page_size as usize);
@@ -742,17 +748,9 @@ fn damage_search_page(store: &Path) {
     let conn = rusqlite::Connection::open(store).unwrap();
     let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
-    let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
-    let root: i64 =
-        conn.query_row("SELECT rootpage FROM sqlite_schema WHERE name = 'task_search_data'", [], |r| r.get(0)).unwrap();
     drop(conn);
     assert!(!PathBuf::from(format!("{}-wal", store.display())).exists(), "a WAL is left beside the store");
-    let mut data = std::fs::read(store).unwrap();
-    let (start, len) = (((root - 1) * page_size) as usize, page_size as usize);
-    for (i, b) in data[start..start + len].iter_mut().enumerate() {
-        *b = (i as u8).wrapping_mul(37) ^ 0xC3;
-    }
-    std::fs::write(store, &data).unwrap();
+    overwrite_root_page(store, "task_search_data");
 }
 
 #[test]
